@@ -1,0 +1,385 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, llmops.sglang contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Decision logic of the speculative-decoding step sweep (private to llmops.sglang).
+
+Pure functions over plain dicts so that they can be unit tested without Ansible.
+
+A *configuration record* describes one step count on one host::
+
+    {"steps": 4, "status": "ok" | "failed" | "missing",
+     "repeats": [{"levels": [<sglang_bench level dict>, ...]}, ...],
+     "failure": {"diagnosis": "not_enough_memory", "message": "...", ...} or None}
+
+``plan()`` says which step counts still need measuring (and which early stop skips);
+``decide()`` picks the winner for an objective and explains why.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+OBJECTIVES = ('agentic', 'throughput', 'constrained')
+
+STATUS_OK = 'ok'
+STATUS_FAILED = 'failed'
+STATUS_SKIPPED = 'skipped'
+STATUS_MISSING = 'missing'
+
+# Concurrency levels that break a tie at concurrency 1 for the agentic objective, in order.
+AGENTIC_TIEBREAK_LEVELS = (2, 3, 4)
+
+DEFAULTS = {
+    'margin': 0.02,
+    'early_stop': True,
+    'early_stop_margin': 0.02,
+    'throughput_concurrency': 32,
+    'max_ttft_p99_s': None,
+    'min_per_request_tok_s': None,
+}
+
+
+class SweepError(ValueError):
+    """Raised for inputs the sweep cannot work with (message names the variable)."""
+
+
+def median(values):
+    """Median of a non-empty list of numbers (mean of the middle two for even lengths)."""
+    vals = sorted(v for v in values if v is not None)
+    if not vals:
+        return None
+    mid = len(vals) // 2
+    if len(vals) % 2:
+        return float(vals[mid])
+    return (vals[mid - 1] + vals[mid]) / 2.0
+
+
+def spread(values):
+    """Range (max - min) of the repeats: the measured noise a winner has to clear."""
+    vals = [v for v in values if v is not None]
+    if len(vals) < 2:
+        return 0.0
+    return float(max(vals) - min(vals))
+
+
+def _params(params):
+    merged = dict(DEFAULTS)
+    merged.update(dict((k, v) for k, v in (params or {}).items() if v is not None))
+    return merged
+
+
+def validate(objective, steps, concurrency_levels, repeats, params=None):
+    """Check the sweep inputs; raise SweepError naming the variable and the allowed values."""
+    p = _params(params)
+    if objective not in OBJECTIVES:
+        raise SweepError('sweep_objective must be one of %s, got %r' % (', '.join(OBJECTIVES), objective))
+    if not isinstance(steps, (list, tuple)) or not steps:
+        raise SweepError('sweep_steps must be a non-empty list of integers >= 1, got %r' % (steps,))
+    for s in steps:
+        if isinstance(s, bool) or not isinstance(s, int) or s < 1:
+            raise SweepError('sweep_steps must be a list of integers >= 1, got %r' % (s,))
+    if len(set(steps)) != len(steps):
+        raise SweepError('sweep_steps must not repeat a step count, got %r' % (list(steps),))
+    if not isinstance(concurrency_levels, (list, tuple)) or not concurrency_levels:
+        raise SweepError('sweep_concurrency_levels must be a non-empty list of integers >= 1, got %r' % (concurrency_levels,))
+    for c in concurrency_levels:
+        if isinstance(c, bool) or not isinstance(c, int) or c < 1:
+            raise SweepError('sweep_concurrency_levels must be a list of integers >= 1, got %r' % (c,))
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise SweepError('sweep_repeats must be an integer >= 1, got %r' % (repeats,))
+    for key, var in (('margin', 'sweep_margin'), ('early_stop_margin', 'sweep_early_stop_margin')):
+        val = p[key]
+        if isinstance(val, bool) or not isinstance(val, (int, float)) or val < 0 or val >= 1:
+            raise SweepError('%s must be a fraction in [0, 1) (0.02 = 2%%), got %r' % (var, val))
+    if objective == 'agentic' and 1 not in concurrency_levels:
+        raise SweepError('sweep_objective agentic ranks on concurrency 1: sweep_concurrency_levels must contain 1, got %r'
+                         % (list(concurrency_levels),))
+    if objective == 'throughput' and p['throughput_concurrency'] not in concurrency_levels:
+        raise SweepError('sweep_throughput_concurrency (%r) must be one of sweep_concurrency_levels %r'
+                         % (p['throughput_concurrency'], list(concurrency_levels)))
+    if objective == 'constrained':
+        if p['max_ttft_p99_s'] is None and p['min_per_request_tok_s'] is None:
+            raise SweepError('sweep_objective constrained needs a bound: set sweep_max_ttft_p99_s and/or sweep_min_per_request_tok_s')
+        for key, var in (('max_ttft_p99_s', 'sweep_max_ttft_p99_s'), ('min_per_request_tok_s', 'sweep_min_per_request_tok_s')):
+            val = p[key]
+            if val is not None and (isinstance(val, bool) or not isinstance(val, (int, float)) or val <= 0):
+                raise SweepError('%s must be a positive number or null, got %r' % (var, val))
+    return p
+
+
+def _by_concurrency(levels):
+    return dict((int(lv['concurrency']), lv) for lv in levels or [] if lv.get('concurrency') is not None)
+
+
+def _per_request(level):
+    prt = (level or {}).get('per_request_tok_s') or {}
+    return prt.get('median')
+
+
+def _ttft_p99(level):
+    return ((level or {}).get('ttft_s') or {}).get('p99')
+
+
+def level_ok(level):
+    """A level counts only if at least one request completed."""
+    return bool(level) and (level.get('requests_completed') or 0) > 0
+
+
+def score_repeat(levels, objective, params=None):
+    """Score one benchmark run (the levels of one repeat).
+
+    Returns ``{"score": float or None, "tiebreak": [float or None, ...], "at": concurrency or None}``.
+    ``score`` is None when the run does not qualify (level missing, every request failed, or
+    no level meets the bounds of the constrained objective).
+    """
+    p = _params(params)
+    by_c = _by_concurrency(levels)
+    if objective == 'agentic':
+        lv = by_c.get(1)
+        score = _per_request(lv) if level_ok(lv) else None
+        ties = []
+        for c in AGENTIC_TIEBREAK_LEVELS:
+            if c in by_c:
+                ties.append(_per_request(by_c[c]) if level_ok(by_c[c]) else None)
+        return {'score': score, 'tiebreak': ties, 'at': 1}
+    if objective == 'throughput':
+        c = p['throughput_concurrency']
+        lv = by_c.get(c)
+        score = lv.get('aggregate_output_tok_s') if level_ok(lv) else None
+        return {'score': score, 'tiebreak': [], 'at': c}
+    if objective == 'constrained':
+        best, at = None, None
+        for c in sorted(by_c):
+            lv = by_c[c]
+            if not level_ok(lv) or (lv.get('requests_failed') or 0) > 0:
+                continue
+            if p['max_ttft_p99_s'] is not None:
+                ttft = _ttft_p99(lv)
+                if ttft is None or ttft > p['max_ttft_p99_s']:
+                    continue
+            if p['min_per_request_tok_s'] is not None:
+                prt = _per_request(lv)
+                if prt is None or prt < p['min_per_request_tok_s']:
+                    continue
+            agg = lv.get('aggregate_output_tok_s')
+            if agg is not None and (best is None or agg > best):
+                best, at = agg, c
+        return {'score': best, 'tiebreak': [], 'at': at}
+    raise SweepError('sweep_objective must be one of %s, got %r' % (', '.join(OBJECTIVES), objective))
+
+
+def summarize(config, objective, params=None):
+    """Medians and spread of the objective over a configuration's repeats."""
+    scored = [score_repeat(r.get('levels'), objective, params) for r in config.get('repeats') or []]
+    scores = [s['score'] for s in scored]
+    qualified = [s for s in scores if s is not None]
+    ties, tie_spreads = [], []
+    n_ties = max([len(s['tiebreak']) for s in scored] or [0])
+    for i in range(n_ties):
+        column = [s['tiebreak'][i] for s in scored if i < len(s['tiebreak'])]
+        ties.append(median(column))
+        tie_spreads.append(spread(column))
+    ats = [s['at'] for s in scored if s['at'] is not None]
+    return {
+        'steps': config['steps'],
+        # A configuration qualifies only if every repeat does: one bad run is not hidden by a median.
+        'score': median(qualified) if qualified and len(qualified) == len(scores) else None,
+        'spread': spread(qualified),
+        'tiebreak': ties,
+        'tiebreak_spread': tie_spreads,
+        'at': median(ats) if ats else None,
+        'repeats': len(scores),
+    }
+
+
+def _gain(new, old):
+    if new is None or old is None or old <= 0:
+        return None
+    return (new - old) / old
+
+
+def _fmt(value):
+    return 'n/a' if value is None else '%.1f' % value
+
+
+def beats(larger, smaller, margin):
+    """Whether ``larger`` (more steps) beats ``smaller`` by more than ``margin`` and the spread.
+
+    Returns ``(wins, why)``: the reason says which figure decided.
+    """
+    def _clears(new, old, noise):
+        gain = _gain(new, old)
+        return gain is not None and gain > margin and (new - old) > noise
+
+    noise = max(larger['spread'], smaller['spread'])
+    if _clears(larger['score'], smaller['score'], noise):
+        return True, 'beats steps %d by %+.1f%% (%s vs %s; margin %.1f%%, spread %s)' % (
+            smaller['steps'], 100 * _gain(larger['score'], smaller['score']), _fmt(larger['score']),
+            _fmt(smaller['score']), 100 * margin, _fmt(noise))
+    if _clears(smaller['score'], larger['score'], noise):
+        return False, 'is %+.1f%% behind steps %d (%s vs %s)' % (
+            100 * _gain(larger['score'], smaller['score']), smaller['steps'], _fmt(larger['score']), _fmt(smaller['score']))
+    # A tie on the main figure: tie-breakers (agentic: concurrency 2-4) may decide, still by the margin.
+    for idx, (lt, st) in enumerate(zip(larger['tiebreak'], smaller['tiebreak'])):
+        if lt is None or st is None:
+            continue
+        tie_noise = max(larger['tiebreak_spread'][idx], smaller['tiebreak_spread'][idx])
+        if _clears(lt, st, tie_noise):
+            return True, 'ties steps %d on the main figure (%s vs %s) and wins tie-breaker #%d by %+.1f%% (%s vs %s)' % (
+                smaller['steps'], _fmt(larger['score']), _fmt(smaller['score']), idx + 1, 100 * _gain(lt, st), _fmt(lt), _fmt(st))
+        if _clears(st, lt, tie_noise):
+            break
+    gain = _gain(larger['score'], smaller['score'])
+    return False, ('does not beat steps %d by more than the %.1f%% margin and the spread %s (%s vs %s, %s); '
+                   'the smaller step count stays (less memory, more batch room)') % (
+        smaller['steps'], 100 * margin, _fmt(noise), _fmt(larger['score']), _fmt(smaller['score']),
+        'n/a' if gain is None else '%+.1f%%' % (100 * gain))
+
+
+def describe_objective(objective, params=None):
+    p = _params(params)
+    if objective == 'agentic':
+        return 'agentic: best median per-request tok/s at concurrency 1 (tie-breakers: concurrency 2, 3, 4)'
+    if objective == 'throughput':
+        return 'throughput: best aggregate output tok/s at concurrency %d' % p['throughput_concurrency']
+    bounds = []
+    if p['max_ttft_p99_s'] is not None:
+        bounds.append('p99 TTFT <= %gs' % p['max_ttft_p99_s'])
+    if p['min_per_request_tok_s'] is not None:
+        bounds.append('median per-request tok/s >= %g' % p['min_per_request_tok_s'])
+    return 'constrained: best aggregate output tok/s at a concurrency where %s' % ' and '.join(bounds)
+
+
+def _sorted_configs(configs):
+    return sorted(configs, key=lambda c: c['steps'])
+
+
+def plan(configs, objective, repeats, params=None):
+    """Walk the step counts in ascending order and say what each one needs.
+
+    Returns a list of ``{"steps", "action", "reason", "missing_repeats"}`` with action one of
+    ``done`` (all repeats measured), ``failed`` (a recorded start failure), ``measure`` (repeats
+    missing), ``skip`` (early stop) or ``pending`` (depends on a step count still to be measured).
+    Measured data is always kept; early stop only saves measuring.
+    """
+    p = _params(params)
+    out = []
+    incumbent = None
+    stopped = None
+    blocked = False
+    for cfg in _sorted_configs(configs):
+        steps = cfg['steps']
+        have = len(cfg.get('repeats') or [])
+        entry = {'steps': steps, 'missing_repeats': max(0, repeats - have)}
+        if cfg.get('status') == STATUS_FAILED:
+            entry.update(action='failed', reason='failed to start: %s' % ((cfg.get('failure') or {}).get('diagnosis') or 'unknown'))
+            if p['early_stop'] and incumbent is not None and stopped is None and not blocked:
+                stopped = 'steps %d failed to start' % steps
+            out.append(entry)
+            continue
+        if have >= repeats:
+            entry.update(action='done', reason='measured (%d repeat%s)' % (have, '' if have == 1 else 's'))
+            if not blocked:
+                summary = summarize(cfg, objective, p)
+                if incumbent is None:
+                    if summary['score'] is not None:
+                        incumbent = summary
+                else:
+                    gain = _gain(summary['score'], incumbent['score'])
+                    if p['early_stop'] and stopped is None and (gain is None or gain < p['early_stop_margin']):
+                        stopped = 'steps %d improved the objective by %s over steps %d (less than the %.1f%% early-stop margin)' % (
+                            steps, 'n/a' if gain is None else '%+.1f%%' % (100 * gain), incumbent['steps'], 100 * p['early_stop_margin'])
+                    if beats(summary, incumbent, p['margin'])[0]:
+                        incumbent = summary
+            out.append(entry)
+            continue
+        if stopped is not None:
+            entry.update(action='skip', reason='skipped by early stop: %s' % stopped)
+        elif blocked:
+            entry.update(action='pending', reason='waits for a smaller step count to be measured')
+        else:
+            entry.update(action='measure', reason='%d of %d repeats to measure' % (entry['missing_repeats'], repeats))
+            # Whether larger step counts run depends on this result.
+            blocked = p['early_stop']
+        out.append(entry)
+    return out
+
+
+def decide(configs, objective, params=None):
+    """Pick the winner among measured configurations.
+
+    Returns ``{"winner": steps or None, "objective": text, "reason": text, "summaries": [...],
+    "verdicts": [{"steps", "status", "score", "spread", "verdict"}, ...]}``.
+    """
+    p = _params(params)
+    incumbent = None
+    verdicts = []
+    notes = []
+    for cfg in _sorted_configs(configs):
+        status = cfg.get('status')
+        if status != STATUS_OK:
+            if status == STATUS_FAILED:
+                why = 'failed to start (%s)' % ((cfg.get('failure') or {}).get('diagnosis') or 'unknown')
+            else:
+                why = cfg.get('reason') or status
+            verdicts.append({'steps': cfg['steps'], 'status': status, 'score': None, 'spread': None, 'verdict': why})
+            notes.append('steps %d %s' % (cfg['steps'], why))
+            continue
+        summary = summarize(cfg, objective, p)
+        if summary['score'] is None:
+            why = 'does not qualify for the objective (%s)' % (
+                'no level meets the bounds' if objective == 'constrained' else 'no completed request at the ranked level')
+            verdicts.append({'steps': cfg['steps'], 'status': status, 'score': None, 'spread': summary['spread'], 'verdict': why})
+            notes.append('steps %d %s' % (cfg['steps'], why))
+            continue
+        if incumbent is None:
+            incumbent = summary
+            why = 'first qualifying step count'
+        else:
+            wins, why = beats(summary, incumbent, p['margin'])
+            if wins:
+                incumbent = summary
+        verdicts.append({'steps': cfg['steps'], 'status': status, 'score': summary['score'], 'spread': summary['spread'], 'verdict': why})
+        notes.append('steps %d %s' % (cfg['steps'], why))
+    objective_text = describe_objective(objective, p)
+    if incumbent is None:
+        reason = 'objective %s. No step count qualified: %s.' % (objective_text, '; '.join(notes) or 'nothing measured')
+        return {'winner': None, 'objective': objective_text, 'reason': reason, 'score': None, 'verdicts': verdicts}
+    at = '' if objective != 'constrained' else ' at concurrency %s' % _fmt_int(incumbent['at'])
+    reason = 'objective %s. Winner: steps %d with %s%s. %s.' % (
+        objective_text, incumbent['steps'], _fmt(incumbent['score']), at, '; '.join(notes))
+    return {'winner': incumbent['steps'], 'objective': objective_text, 'reason': reason, 'score': incumbent['score'],
+            'verdicts': verdicts}
+
+
+def _fmt_int(value):
+    return 'n/a' if value is None else '%d' % value
+
+
+def table(configs, concurrency_levels):
+    """Rows for the report: one per step count x concurrency, medians over repeats."""
+    rows = []
+    for cfg in _sorted_configs(configs):
+        status = cfg.get('status')
+        if status != STATUS_OK:
+            reason = (cfg.get('failure') or {}).get('diagnosis') if status == STATUS_FAILED else cfg.get('reason')
+            rows.append({'steps': cfg['steps'], 'concurrency': None, 'status': status, 'note': reason or '',
+                         'per_request_tok_s': None, 'aggregate_tok_s': None, 'accept_length': None,
+                         'max_running_requests': None, 'ttft_p99_s': None, 'repeats': 0, 'requests_failed': None})
+            continue
+        per_rep = [_by_concurrency(r.get('levels')) for r in cfg.get('repeats') or []]
+        for c in concurrency_levels:
+            levels = [lv[c] for lv in per_rep if c in lv]
+            if not levels:
+                continue
+            rows.append({
+                'steps': cfg['steps'], 'concurrency': c, 'status': status, 'note': '',
+                'per_request_tok_s': median([_per_request(lv) for lv in levels]),
+                'aggregate_tok_s': median([lv.get('aggregate_output_tok_s') for lv in levels]),
+                'accept_length': median([lv.get('accept_length') for lv in levels]),
+                'max_running_requests': median([lv.get('max_running_requests') for lv in levels]),
+                'ttft_p99_s': median([_ttft_p99(lv) for lv in levels]),
+                'repeats': len(levels),
+                'requests_failed': sum(int(lv.get('requests_failed') or 0) for lv in levels),
+            })
+    return rows

@@ -1,0 +1,160 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, llmops.sglang contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Results store of the step sweep (private to llmops.sglang), on the controller.
+
+One JSON file per host, step count and repeat, written atomically as soon as it is
+measured, so that an interrupted sweep resumes where it stopped::
+
+    <results_dir>/<host>/measurements/steps-<N>/repeat-<R>.json   (a benchmark run)
+    <results_dir>/<host>/measurements/steps-<N>/failure.json      (a start failure)
+
+Every file carries the sweep's *fingerprint* (workload, levels, model, speculative
+settings other than the step count). Files whose fingerprint differs from the current
+sweep are ignored: they measured something else.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import datetime
+import json
+import os
+import re
+import shutil
+import tempfile
+
+SCHEMA = 1
+_REPEAT_RE = re.compile(r'^repeat-(\d+)\.json$')
+_SAFE_HOST_RE = re.compile(r'[^A-Za-z0-9_.-]')
+
+
+def utcnow():
+    return datetime.datetime.utcnow().replace(microsecond=0).isoformat() + 'Z'
+
+
+def host_dir(results_dir, host):
+    # Inventory hostnames may hold characters that are awkward in paths.
+    return os.path.join(results_dir, _SAFE_HOST_RE.sub('_', host))
+
+
+def config_dir(results_dir, host, steps):
+    return os.path.join(host_dir(results_dir, host), 'measurements', 'steps-%d' % int(steps))
+
+
+def write_json_atomic(path, data):
+    """Write JSON through a temp file in the same directory and os.replace it into place."""
+    directory = os.path.dirname(path)
+    if not os.path.isdir(directory):
+        os.makedirs(directory)
+    fd, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), suffix='.tmp', dir=directory)
+    try:
+        with os.fdopen(fd, 'w') as fh:
+            json.dump(data, fh, indent=2, sort_keys=True)
+            fh.write('\n')
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _read(path):
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except (IOError, OSError, ValueError):
+        # A torn or foreign file counts as missing: it will be measured again.
+        return None
+
+
+def _same(fingerprint, doc):
+    return doc is not None and doc.get('schema') == SCHEMA and doc.get('fingerprint') == fingerprint
+
+
+def record_measurement(results_dir, host, steps, fingerprint, result, repeat=None):
+    """Store one benchmark run; ``repeat`` defaults to the next free index. Returns the path."""
+    cdir = config_dir(results_dir, host, steps)
+    if repeat is None:
+        existing = list_repeats(results_dir, host, steps, fingerprint)
+        repeat = (max([r for r, _doc in existing]) + 1) if existing else 1
+    path = os.path.join(cdir, 'repeat-%d.json' % int(repeat))
+    write_json_atomic(path, {
+        'schema': SCHEMA, 'kind': 'measurement', 'host': host, 'steps': int(steps), 'repeat': int(repeat),
+        'fingerprint': fingerprint, 'recorded_at': utcnow(), 'result': result,
+    })
+    # A successful start supersedes an earlier failure of the same configuration.
+    failure = os.path.join(cdir, 'failure.json')
+    if os.path.exists(failure):
+        os.unlink(failure)
+    return path
+
+
+def record_failure(results_dir, host, steps, fingerprint, failure):
+    path = os.path.join(config_dir(results_dir, host, steps), 'failure.json')
+    write_json_atomic(path, {
+        'schema': SCHEMA, 'kind': 'failure', 'host': host, 'steps': int(steps),
+        'fingerprint': fingerprint, 'recorded_at': utcnow(), 'failure': failure,
+    })
+    return path
+
+
+def list_repeats(results_dir, host, steps, fingerprint):
+    """``[(repeat_index, document), ...]`` of the runs that match the fingerprint, by index."""
+    cdir = config_dir(results_dir, host, steps)
+    if not os.path.isdir(cdir):
+        return []
+    found = []
+    for name in os.listdir(cdir):
+        match = _REPEAT_RE.match(name)
+        if not match:
+            continue
+        doc = _read(os.path.join(cdir, name))
+        if _same(fingerprint, doc):
+            found.append((int(match.group(1)), doc))
+    return sorted(found, key=lambda item: item[0])
+
+
+def load_configs(results_dir, host, steps_list, fingerprint):
+    """Configuration records (see sweep_decide) for every step count of the sweep."""
+    configs = []
+    for steps in steps_list:
+        repeats = list_repeats(results_dir, host, steps, fingerprint)
+        failure = _read(os.path.join(config_dir(results_dir, host, steps), 'failure.json'))
+        if not _same(fingerprint, failure):
+            failure = None
+        record = {'steps': int(steps), 'repeats': [], 'failure': None, 'files': [], 'recorded_at': None}
+        if repeats:
+            record['status'] = 'ok'
+            for _idx, doc in repeats:
+                result = doc.get('result') or {}
+                record['repeats'].append({'levels': result.get('levels') or [], 'result': result})
+                record['recorded_at'] = doc.get('recorded_at')
+            record['files'] = [os.path.join(config_dir(results_dir, host, steps), 'repeat-%d.json' % i) for i, _d in repeats]
+        elif failure is not None:
+            record['status'] = 'failed'
+            record['failure'] = failure.get('failure') or {}
+            record['recorded_at'] = failure.get('recorded_at')
+            record['files'] = [os.path.join(config_dir(results_dir, host, steps), 'failure.json')]
+        else:
+            record['status'] = 'missing'
+        configs.append(record)
+    return configs
+
+
+def archive(results_dir, host):
+    """Move a host's earlier results aside (never delete them). Returns the new path or None."""
+    src = host_dir(results_dir, host)
+    if not os.path.isdir(src):
+        return None
+    stamp = datetime.datetime.utcnow().strftime('%Y%m%dT%H%M%SZ')
+    dest = '%s.archived-%s' % (src, stamp)
+    n = 1
+    while os.path.exists(dest):
+        n += 1
+        dest = '%s.archived-%s-%d' % (src, stamp, n)
+    shutil.move(src, dest)
+    return dest

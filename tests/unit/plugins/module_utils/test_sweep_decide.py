@@ -1,0 +1,252 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, llmops.sglang contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Unit tests of the sweep's decision logic (objectives, margin + spread, early stop)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import sys
+import tempfile
+
+import pytest
+
+try:
+    from ansible_collections.llmops.sglang.plugins.module_utils import sweep_decide as sd
+except ImportError:  # plain pytest from the repo root: expose the repo as ansible_collections.llmops.sglang
+    _ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
+    _BASE = os.path.join(tempfile.gettempdir(), 'llmops-sglang-pytest')
+    _LINK = os.path.join(_BASE, 'ansible_collections', 'llmops', 'sglang')
+    if not os.path.exists(_LINK):
+        os.makedirs(os.path.dirname(_LINK), exist_ok=True)
+        os.symlink(_ROOT, _LINK)
+    sys.path.insert(0, _BASE)
+    from ansible_collections.llmops.sglang.plugins.module_utils import sweep_decide as sd
+
+
+# The seed's figures (Qwen3.5-122B-A10B-FP8, 4x RTX PRO 6000 Blackwell): per-request tok/s at c=1.
+SEED_C1 = {1: 123.0, 2: 186.0, 3: 234.0, 4: 277.0, 5: 282.0}
+# Aggregate tok/s at c=32; steps 3 leads (1979), as the seed found.
+SEED_C32 = {1: 1500.0, 2: 1800.0, 3: 1979.0, 4: 1700.0, 5: 1200.0}
+
+
+def level(c, per_request, aggregate, ttft_p99=0.1, completed=4, failed=0):
+    return {
+        'concurrency': c, 'requests_completed': completed, 'requests_failed': failed,
+        'per_request_tok_s': {'median': per_request, 'p10': per_request, 'p90': per_request, 'mean': per_request},
+        'aggregate_output_tok_s': aggregate, 'ttft_s': {'mean': ttft_p99, 'p50': ttft_p99, 'p90': ttft_p99, 'p99': ttft_p99},
+        'accept_length': 2.0, 'max_running_requests': 20, 'max_total_num_tokens': 100000,
+    }
+
+
+def run(steps, c1=None, c32=None, c2=None, scale=1.0):
+    c1 = SEED_C1[steps] if c1 is None else c1
+    c32 = SEED_C32[steps] if c32 is None else c32
+    c2 = c1 * 0.95 if c2 is None else c2
+    return {'levels': [level(1, c1 * scale, c1 * scale), level(2, c2 * scale, 2 * c2 * scale), level(32, c32 / 32.0, c32 * scale)]}
+
+
+def ok(steps, *runs):
+    return {'steps': steps, 'status': 'ok', 'repeats': list(runs) or [run(steps)]}
+
+
+def failed(steps, diagnosis='not_enough_memory'):
+    return {'steps': steps, 'status': 'failed', 'repeats': [],
+            'failure': {'diagnosis': diagnosis, 'message': 'RuntimeError: Not enough memory.'}}
+
+
+def missing(steps):
+    return {'steps': steps, 'status': 'missing', 'repeats': []}
+
+
+def seed_configs():
+    return [ok(s) for s in (1, 2, 3, 4, 5)] + [failed(10)]
+
+
+def test_median_and_spread():
+    assert sd.median([3, 1, 2]) == 2.0
+    assert sd.median([4, 1, 2, 3]) == 2.5
+    assert sd.median([]) is None
+    assert sd.median([None, 5]) == 5.0
+    assert sd.spread([1.0, 4.0, 2.0]) == 3.0
+    assert sd.spread([7.0]) == 0.0
+
+
+def test_agentic_picks_four_on_seed_figures_because_five_is_within_margin():
+    result = sd.decide(seed_configs(), 'agentic')
+    assert result['winner'] == 4
+    verdict5 = [v for v in result['verdicts'] if v['steps'] == 5][0]
+    assert 'smaller step count stays' in verdict5['verdict']
+    assert 'agentic' in result['reason'] and 'steps 4' in result['reason']
+    assert 'not_enough_memory' in result['reason']
+
+
+def test_agentic_picks_five_when_margin_is_smaller_than_its_gain():
+    assert sd.decide(seed_configs(), 'agentic', {'margin': 0.01})['winner'] == 5
+
+
+def test_throughput_picks_three_at_32():
+    result = sd.decide(seed_configs(), 'throughput')
+    assert result['winner'] == 3
+    assert 'concurrency 32' in result['objective']
+
+
+def test_throughput_at_another_concurrency():
+    configs = [ok(s) for s in (1, 2, 3)]
+    # At concurrency 1 aggregate equals per-request tok/s: 3 is the fastest there.
+    assert sd.decide(configs, 'throughput', {'throughput_concurrency': 1})['winner'] == 3
+
+
+def test_repeats_use_medians_and_spread_blocks_a_noisy_win():
+    # steps 2 median 110 vs 100 (+10%), but its repeats range 60..160: the gain is inside the noise.
+    noisy = ok(2, run(2, c1=60), run(2, c1=110), run(2, c1=160))
+    steady = ok(1, run(1, c1=99), run(1, c1=100), run(1, c1=101))
+    result = sd.decide([steady, noisy], 'agentic')
+    assert result['winner'] == 1
+    # The same medians with tight repeats do win.
+    tight = ok(2, run(2, c1=109), run(2, c1=110), run(2, c1=111))
+    assert sd.decide([steady, tight], 'agentic')['winner'] == 2
+
+
+def test_median_not_mean_over_repeats():
+    # One outlier repeat (1000) must not carry steps 2: its median is 100 (< steps 1's 105).
+    cfg2 = ok(2, run(2, c1=100), run(2, c1=100), run(2, c1=1000))
+    cfg1 = ok(1, run(1, c1=105), run(1, c1=105), run(1, c1=105))
+    assert sd.decide([cfg1, cfg2], 'agentic')['winner'] == 1
+
+
+def test_agentic_tiebreaker_at_concurrency_two():
+    a = ok(1, run(1, c1=100, c2=80))
+    b = ok(2, run(2, c1=101, c2=90))  # +1% at c=1 is a tie; +12.5% at c=2 wins
+    result = sd.decide([a, b], 'agentic')
+    assert result['winner'] == 2
+    assert 'tie-breaker' in result['reason']
+    c = ok(2, run(2, c1=101, c2=81))  # tie at both: the smaller stays
+    assert sd.decide([a, c], 'agentic')['winner'] == 1
+
+
+def test_larger_that_is_worse_loses_even_if_tiebreaker_better():
+    a = ok(1, run(1, c1=100, c2=80))
+    b = ok(2, run(2, c1=90, c2=120))
+    assert sd.decide([a, b], 'agentic')['winner'] == 1
+
+
+def test_constrained_respects_bounds():
+    def cfg(steps, levels):
+        return {'steps': steps, 'status': 'ok', 'repeats': [{'levels': levels}]}
+    one = cfg(1, [level(1, 120, 120, 0.05), level(8, 100, 800, 0.2), level(32, 50, 1600, 2.0)])
+    two = cfg(2, [level(1, 180, 180, 0.05), level(8, 150, 1200, 0.3), level(32, 40, 1300, 3.0)])
+    # No bound on TTFT would let steps 1 win at c=32 (1600); p99 TTFT <= 0.5 s keeps c<=8 only.
+    result = sd.decide([one, two], 'constrained', {'max_ttft_p99_s': 0.5})
+    assert result['winner'] == 2
+    assert 'at concurrency 8' in result['reason']
+    result = sd.decide([one, two], 'constrained', {'max_ttft_p99_s': 5.0})
+    assert result['winner'] == 1
+    # Per-request floor of 160 tok/s: only steps 2 at c=1 qualifies.
+    result = sd.decide([one, two], 'constrained', {'min_per_request_tok_s': 160})
+    assert result['winner'] == 2 and result['score'] == 180
+    # Nothing qualifies.
+    result = sd.decide([one, two], 'constrained', {'max_ttft_p99_s': 0.01})
+    assert result['winner'] is None and 'No step count qualified' in result['reason']
+
+
+def test_level_with_failed_requests_is_not_eligible_for_constrained():
+    cfg = {'steps': 1, 'status': 'ok', 'repeats': [{'levels': [level(1, 120, 120, 0.05, failed=1)]}]}
+    assert sd.decide([cfg], 'constrained', {'max_ttft_p99_s': 1.0})['winner'] is None
+
+
+def test_all_failed_has_no_winner():
+    result = sd.decide([failed(1), failed(2, 'cuda_out_of_memory')], 'agentic')
+    assert result['winner'] is None
+    assert 'cuda_out_of_memory' in result['reason']
+
+
+def test_level_without_completed_requests_does_not_qualify():
+    broken = {'steps': 2, 'status': 'ok', 'repeats': [{'levels': [level(1, 500, 500, completed=0, failed=4)]}]}
+    assert sd.decide([ok(1), broken], 'agentic')['winner'] == 1
+
+
+def test_plan_fresh_sweep_measures_first_and_holds_the_rest_with_early_stop():
+    configs = [missing(s) for s in (1, 2, 3)]
+    actions = [p['action'] for p in sd.plan(configs, 'agentic', 1)]
+    assert actions == ['measure', 'pending', 'pending']
+    actions = [p['action'] for p in sd.plan(configs, 'agentic', 1, {'early_stop': False})]
+    assert actions == ['measure', 'measure', 'measure']
+
+
+def test_plan_early_stop_after_small_gain():
+    configs = [ok(s) for s in (1, 2, 3, 4, 5)] + [missing(10)]
+    plan = sd.plan(configs, 'agentic', 1)
+    assert plan[-1]['action'] == 'skip'
+    assert 'steps 5 improved the objective by +1.8%' in plan[-1]['reason']
+    plan = sd.plan(configs, 'agentic', 1, {'early_stop': False})
+    assert plan[-1]['action'] == 'measure'
+
+
+def test_plan_early_stop_after_failure_of_larger_step():
+    configs = [ok(1), ok(2), failed(3), missing(4), missing(5)]
+    plan = sd.plan(configs, 'agentic', 1)
+    assert [p['action'] for p in plan] == ['done', 'done', 'failed', 'skip', 'skip']
+    assert 'steps 3 failed to start' in plan[3]['reason']
+
+
+def test_plan_failure_before_any_working_config_does_not_stop():
+    plan = sd.plan([failed(1), missing(2)], 'agentic', 1)
+    assert [p['action'] for p in plan] == ['failed', 'measure']
+
+
+def test_plan_throughput_stops_when_steps_four_falls_behind():
+    configs = [ok(1), ok(2), ok(3), ok(4), missing(5)]
+    plan = sd.plan(configs, 'throughput', 1)
+    assert plan[-1]['action'] == 'skip'
+
+
+def test_plan_counts_missing_repeats_for_resume():
+    configs = [ok(1, run(1), run(1), run(1)), ok(2, run(2)), missing(3)]
+    plan = sd.plan(configs, 'agentic', 3)
+    assert plan[0] == {'steps': 1, 'missing_repeats': 0, 'action': 'done', 'reason': 'measured (3 repeats)'}
+    assert plan[1]['action'] == 'measure' and plan[1]['missing_repeats'] == 2
+    assert plan[2]['action'] == 'pending'
+
+
+def test_plan_sorts_steps():
+    plan = sd.plan([missing(3), ok(1)], 'agentic', 1, {'early_stop': False})
+    assert [p['steps'] for p in plan] == [1, 3]
+
+
+@pytest.mark.parametrize('kwargs, fragment', [
+    ({'objective': 'latency'}, 'sweep_objective must be one of agentic, throughput, constrained'),
+    ({'steps': []}, 'sweep_steps'),
+    ({'steps': [1, 0]}, 'sweep_steps'),
+    ({'steps': [1, 1]}, 'must not repeat'),
+    ({'steps': ['2']}, 'sweep_steps'),
+    ({'levels': [2, 4]}, 'must contain 1'),
+    ({'repeats': 0}, 'sweep_repeats'),
+    ({'objective': 'throughput', 'levels': [1, 2]}, 'sweep_throughput_concurrency (32)'),
+    ({'objective': 'constrained'}, 'needs a bound'),
+    ({'params': {'margin': 2}}, 'sweep_margin'),
+    ({'params': {'early_stop_margin': -0.1}}, 'sweep_early_stop_margin'),
+    ({'objective': 'constrained', 'params': {'max_ttft_p99_s': -1}}, 'sweep_max_ttft_p99_s'),
+])
+def test_validate_names_the_variable(kwargs, fragment):
+    args = {'objective': 'agentic', 'steps': [1, 2], 'levels': [1, 2, 32], 'repeats': 1, 'params': None}
+    args.update(kwargs)
+    with pytest.raises(sd.SweepError) as exc:
+        sd.validate(args['objective'], args['steps'], args['levels'], args['repeats'], args['params'])
+    assert fragment in str(exc.value)
+
+
+def test_validate_accepts_good_input():
+    params = sd.validate('constrained', [1, 2], [1, 8], 2, {'max_ttft_p99_s': 1.5})
+    assert params['margin'] == 0.02 and params['max_ttft_p99_s'] == 1.5
+
+
+def test_table_rows_are_medians_and_carry_failures():
+    configs = [ok(1, run(1, c1=100), run(1, c1=110), run(1, c1=120)), failed(10)]
+    rows = sd.table(configs, [1, 2, 32])
+    first = [r for r in rows if r['steps'] == 1 and r['concurrency'] == 1][0]
+    assert first['per_request_tok_s'] == 110 and first['repeats'] == 3
+    last = rows[-1]
+    assert last['steps'] == 10 and last['status'] == 'failed' and last['note'] == 'not_enough_memory'

@@ -1,0 +1,87 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, llmops.sglang contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Unit tests of the sweep's results store (atomic writes, resume, fingerprints, fresh start)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import sys
+import tempfile
+
+try:
+    from ansible_collections.llmops.sglang.plugins.module_utils import sweep_store as st
+except ImportError:  # plain pytest from the repo root: expose the repo as ansible_collections.llmops.sglang
+    _ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
+    _BASE = os.path.join(tempfile.gettempdir(), 'llmops-sglang-pytest')
+    _LINK = os.path.join(_BASE, 'ansible_collections', 'llmops', 'sglang')
+    if not os.path.exists(_LINK):
+        os.makedirs(os.path.dirname(_LINK), exist_ok=True)
+        os.symlink(_ROOT, _LINK)
+    sys.path.insert(0, _BASE)
+    from ansible_collections.llmops.sglang.plugins.module_utils import sweep_store as st
+
+FP = {'workload': 'synthetic', 'levels': [1, 2], 'output_len': 64}
+
+
+def result(tok):
+    return {'levels': [{'concurrency': 1, 'aggregate_output_tok_s': tok}], 'sglang_version': '0.5.9'}
+
+
+def test_record_and_load_round_trip(tmp_path):
+    d = str(tmp_path)
+    p1 = st.record_measurement(d, 'sim1', 2, FP, result(10.0))
+    p2 = st.record_measurement(d, 'sim1', 2, FP, result(12.0))
+    assert p1.endswith('steps-2/repeat-1.json') and p2.endswith('steps-2/repeat-2.json')
+    st.record_failure(d, 'sim1', 10, FP, {'diagnosis': 'not_enough_memory'})
+    configs = st.load_configs(d, 'sim1', [1, 2, 10], FP)
+    assert [c['status'] for c in configs] == ['missing', 'ok', 'failed']
+    assert [r['levels'][0]['aggregate_output_tok_s'] for r in configs[1]['repeats']] == [10.0, 12.0]
+    assert configs[2]['failure']['diagnosis'] == 'not_enough_memory'
+    # no temp files left behind by the atomic writes
+    assert sorted(os.listdir(os.path.dirname(p1))) == ['repeat-1.json', 'repeat-2.json']
+
+
+def test_other_fingerprint_is_ignored(tmp_path):
+    d = str(tmp_path)
+    st.record_measurement(d, 'sim1', 1, FP, result(10.0))
+    other = dict(FP, output_len=128)
+    assert st.load_configs(d, 'sim1', [1], other)[0]['status'] == 'missing'
+    assert st.load_configs(d, 'sim1', [1], FP)[0]['status'] == 'ok'
+
+
+def test_torn_file_counts_as_missing(tmp_path):
+    d = str(tmp_path)
+    path = st.record_measurement(d, 'sim1', 1, FP, result(10.0))
+    with open(path, 'w') as fh:
+        fh.write('{"schema": 1, "fing')
+    assert st.load_configs(d, 'sim1', [1], FP)[0]['status'] == 'missing'
+
+
+def test_success_supersedes_failure(tmp_path):
+    d = str(tmp_path)
+    st.record_failure(d, 'sim1', 3, FP, {'diagnosis': 'timeout'})
+    st.record_measurement(d, 'sim1', 3, FP, result(10.0))
+    assert st.load_configs(d, 'sim1', [3], FP)[0]['status'] == 'ok'
+
+
+def test_hosts_are_separate(tmp_path):
+    d = str(tmp_path)
+    st.record_measurement(d, 'sim1', 1, FP, result(10.0))
+    assert st.load_configs(d, 'sim2', [1], FP)[0]['status'] == 'missing'
+
+
+def test_archive_moves_aside_not_deletes(tmp_path):
+    d = str(tmp_path)
+    path = st.record_measurement(d, 'sim1', 1, FP, result(10.0))
+    dest = st.archive(d, 'sim1')
+    assert dest and os.path.isdir(dest) and not os.path.exists(path)
+    with open(os.path.join(dest, 'measurements', 'steps-1', 'repeat-1.json')) as fh:
+        assert json.load(fh)['result']['levels'][0]['aggregate_output_tok_s'] == 10.0
+    assert st.load_configs(d, 'sim1', [1], FP)[0]['status'] == 'missing'
+    assert st.archive(d, 'sim1') is None
+    st.record_measurement(d, 'sim1', 1, FP, result(11.0))
+    assert st.archive(d, 'sim1') != dest  # a second archive in the same second gets its own name
