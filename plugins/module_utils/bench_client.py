@@ -1,0 +1,468 @@
+# -*- coding: utf-8 -*-
+# Copyright: llmops.sglang contributors
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""Streaming HTTP load client for llmops.sglang.sglang_bench (private).
+
+Stdlib only, Python 3.8+: it runs on the GPU host, next to SGLang, with
+whatever Python is there (it must not need aiohttp/numpy even though SGLang's
+own environment has them, because it may also run with the system python or
+delegated to a controller).
+
+Why raw asyncio streams rather than http.client + threads: at 64 streams and
+~30,000 tok/s a speculative server sends ~10,000 SSE chunks a second. One
+event loop reading sockets costs a few microseconds per chunk; 64 threads
+contend for the GIL and wake per chunk, which costs several times more CPU and
+adds scheduling jitter to the very timestamps we measure
+(benchmarks/bench_client_overhead.py quantifies the client's cost).
+
+One TCP connection per request (``Connection: close``), as SGLang 0.5.x
+``bench_serving`` does (an aiohttp session per request), so TTFT includes the
+connect, as a real client's does.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import asyncio
+import json
+import socket
+import ssl
+import time
+
+try:
+    from urllib.parse import urlsplit
+except ImportError:  # pragma: no cover - Python 2 is not supported
+    urlsplit = None
+
+API_PATHS = {
+    "native": "/generate",
+    "completions": "/v1/completions",
+    "chat": "/v1/chat/completions",
+}
+
+_now = time.perf_counter
+
+
+class BenchError(Exception):
+    """A problem that makes the whole benchmark fail (bad URL, server down)."""
+
+
+class ServerUnreachable(BenchError):
+    """The server did not accept a TCP connection within the connect timeout."""
+
+
+class Endpoint:
+    """Where the server is and how to talk to it."""
+
+    def __init__(self, base_url, api_key=None, connect_timeout=10.0, request_timeout=600.0, validate_certs=True):
+        self.base_url = base_url
+        parts = parse_base_url(base_url)
+        self.scheme, self.host, self.port, self.prefix = parts
+        self.api_key = api_key
+        self.connect_timeout = connect_timeout
+        self.request_timeout = request_timeout
+        self.ssl_context = None
+        if self.scheme == "https":
+            self.ssl_context = ssl.create_default_context()
+            if not validate_certs:
+                self.ssl_context.check_hostname = False
+                self.ssl_context.verify_mode = ssl.CERT_NONE
+        self.host_header = self.host if self.port in (80, 443) else "%s:%d" % (self.host, self.port)
+        if ":" in self.host and not self.host.startswith("["):
+            self.host_header = "[%s]:%d" % (self.host, self.port)
+
+    def build_request(self, method, path, body=None, stream=False):
+        """Serialised HTTP/1.1 request bytes (built once per request)."""
+        payload = b"" if body is None else json.dumps(body, separators=(",", ":")).encode("utf-8")
+        lines = [
+            "%s %s%s HTTP/1.1" % (method, self.prefix, path),
+            "Host: %s" % self.host_header,
+            "User-Agent: llmops.sglang-bench",
+            "Accept: %s" % ("text/event-stream" if stream else "application/json"),
+            "Connection: close",
+        ]
+        if self.api_key:
+            lines.append("Authorization: Bearer %s" % self.api_key)
+        if body is not None:
+            lines.append("Content-Type: application/json")
+            lines.append("Content-Length: %d" % len(payload))
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + payload
+
+    async def connect(self):
+        try:
+            return await asyncio.wait_for(
+                asyncio.open_connection(self.host, self.port, ssl=self.ssl_context),
+                self.connect_timeout,
+            )
+        except asyncio.TimeoutError:
+            raise ServerUnreachable("no TCP connection to %s within connect_timeout=%ss" % (self.base_url, self.connect_timeout))
+        except (OSError, socket.gaierror) as exc:
+            raise ServerUnreachable("cannot connect to %s: %s" % (self.base_url, exc))
+
+
+def parse_base_url(url):
+    """(scheme, host, port, path prefix) of an http(s) base URL, or BenchError."""
+    if not isinstance(url, str) or not url:
+        raise BenchError("url must be an http:// or https:// URL, got %r" % (url,))
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise BenchError("url %r is malformed: %s" % (url, exc))
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise BenchError("url must be an http:// or https:// URL with a host, got %r" % (url,))
+    if parts.query or parts.fragment:
+        raise BenchError("url must be a base URL without query or fragment, got %r" % (url,))
+    if port is None:
+        port = 443 if parts.scheme == "https" else 80
+    return parts.scheme, parts.hostname, port, parts.path.rstrip("/")
+
+
+class _Response:
+    __slots__ = ("status", "headers", "reader", "writer", "chunked", "buf")
+
+
+async def _open(endpoint, raw_request):
+    reader, writer = await endpoint.connect()
+    writer.write(raw_request)
+    resp = _Response()
+    resp.reader = reader
+    resp.writer = writer
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    try:
+        resp.status = int(lines[0].split(" ", 2)[1])
+    except (IndexError, ValueError):
+        raise ValueError("not an HTTP response: %r" % (lines[0][:80],))
+    headers = {}
+    for line in lines[1:]:
+        if ":" in line:
+            name, value = line.split(":", 1)
+            headers[name.strip().lower()] = value.strip()
+    resp.headers = headers
+    resp.chunked = "chunked" in headers.get("transfer-encoding", "").lower()
+    return resp
+
+
+def _close(resp):
+    try:
+        resp.writer.close()
+    except Exception:  # pylint: disable=broad-except
+        pass
+
+
+async def _read_body(resp, limit=1 << 20):
+    """Whole (non-streamed) body, de-chunked."""
+    reader = resp.reader
+    if resp.chunked:
+        out = bytearray()
+        while True:
+            size = int((await reader.readline()).split(b";", 1)[0].strip() or b"0", 16)
+            if size == 0:
+                break
+            out += await reader.readexactly(size + 2)
+            del out[-2:]
+            if len(out) > limit:
+                break
+        return bytes(out)
+    length = resp.headers.get("content-length")
+    if length is not None:
+        return await reader.readexactly(min(int(length), limit))
+    return await reader.read(limit)
+
+
+async def get_json(endpoint, path):
+    """GET a JSON document; returns (status, parsed or None, raw text)."""
+    resp = await asyncio.wait_for(_open(endpoint, endpoint.build_request("GET", path)), endpoint.request_timeout)
+    try:
+        raw = await asyncio.wait_for(_read_body(resp), endpoint.request_timeout)
+    finally:
+        _close(resp)
+    text = raw.decode("utf-8", "replace")
+    try:
+        return resp.status, json.loads(text), text
+    except ValueError:
+        return resp.status, None, text
+
+
+async def post_json(endpoint, path, body):
+    resp = await asyncio.wait_for(_open(endpoint, endpoint.build_request("POST", path, body)), endpoint.request_timeout)
+    try:
+        raw = await asyncio.wait_for(_read_body(resp), endpoint.request_timeout)
+    finally:
+        _close(resp)
+    return resp.status, raw.decode("utf-8", "replace")
+
+
+class RequestRecord:
+    """What one measured request observed (times are perf_counter seconds)."""
+
+    __slots__ = (
+        "ok", "error", "t_send", "t_end", "times", "counts", "completion_tokens",
+        "prompt_tokens", "spec_verify_ct", "finish_reason", "per_chunk_counts",
+    )
+
+    def __init__(self):
+        self.ok = False
+        self.error = None
+        self.t_send = None
+        self.t_end = None
+        self.times = []
+        self.counts = []
+        self.completion_tokens = 0
+        self.prompt_tokens = None
+        self.spec_verify_ct = None
+        self.finish_reason = None
+        # False when the API only reports usage at the end (OpenAI flavours
+        # without per-chunk usage): then ITL cannot be computed per token.
+        self.per_chunk_counts = True
+
+
+def _error_message(status, text):
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        doc = None
+    msg = None
+    if isinstance(doc, dict):
+        err = doc.get("error", doc)
+        if isinstance(err, dict):
+            msg = err.get("message") or err.get("detail")
+        elif isinstance(err, str):
+            msg = err
+        msg = msg or doc.get("message") or doc.get("detail")
+    return "HTTP %d: %s" % (status, (msg or text or "").strip()[:300])
+
+
+class _NativeParser:
+    """SGLang /generate stream: meta_info.completion_tokens is cumulative."""
+
+    @staticmethod
+    def feed(rec, doc, now):
+        if "error" in doc:
+            raise ValueError("server error in stream: %s" % (doc["error"],))
+        meta = doc["meta_info"]
+        n = meta["completion_tokens"]
+        rec.times.append(now)
+        rec.counts.append(n)
+        rec.completion_tokens = n
+        rec.prompt_tokens = meta.get("prompt_tokens", rec.prompt_tokens)
+        if meta.get("spec_verify_ct") is not None:
+            rec.spec_verify_ct = meta["spec_verify_ct"]
+        if meta.get("finish_reason") is not None:
+            rec.finish_reason = meta["finish_reason"]
+
+
+class _OpenAIParser:
+    """OpenAI completions/chat streams.
+
+    We ask for ``stream_options: {include_usage, continuous_usage_stats}``;
+    a server that honours continuous_usage_stats puts cumulative usage on
+    every chunk (exact per-token ITL). Otherwise usage arrives only on the
+    final chunk: token counts stay exact, TTFT/decode rate use the content
+    chunks' times, and ITL is reported as unavailable rather than guessed.
+    """
+
+    def __init__(self, chat):
+        self.chat = chat
+
+    def feed(self, rec, doc, now):
+        if "error" in doc or doc.get("object") == "error":
+            raise ValueError("server error in stream: %s" % (doc.get("error") or doc.get("message"),))
+        choices = doc.get("choices") or []
+        has_content = False
+        for choice in choices:
+            if self.chat:
+                delta = choice.get("delta") or {}
+                if delta.get("content") or delta.get("reasoning_content") or delta.get("tool_calls"):
+                    has_content = True
+            elif choice.get("text"):
+                has_content = True
+            if choice.get("finish_reason") is not None:
+                rec.finish_reason = choice["finish_reason"]
+        usage = doc.get("usage")
+        if usage:
+            rec.completion_tokens = usage.get("completion_tokens", rec.completion_tokens)
+            rec.prompt_tokens = usage.get("prompt_tokens", rec.prompt_tokens)
+            if usage.get("spec_verify_ct") is not None:
+                rec.spec_verify_ct = usage["spec_verify_ct"]
+        if has_content:
+            if usage:
+                rec.times.append(now)
+                rec.counts.append(rec.completion_tokens)
+            else:
+                rec.per_chunk_counts = False
+                # Placeholder count: one more than before, fixed up at the end.
+                rec.times.append(now)
+                rec.counts.append(len(rec.counts) + 1)
+
+    @staticmethod
+    def finish(rec):
+        if not rec.per_chunk_counts and rec.counts:
+            # Only the first and last content chunks' times are used from
+            # here on (TTFT, decode rate): the last one carries the total.
+            rec.counts = [1] * (len(rec.counts) - 1) + [max(rec.completion_tokens, 1)]
+
+
+def make_parser(api):
+    if api == "native":
+        return _NativeParser()
+    return _OpenAIParser(chat=(api == "chat"))
+
+
+async def stream_request(endpoint, path, body, parser, rec):
+    """Send one streaming request and record chunk arrivals into ``rec``.
+
+    Raises on any failure; the caller turns it into a failed record. The
+    whole request is bounded by the caller's request timeout.
+    """
+    raw_request = endpoint.build_request("POST", path, body, stream=True)
+    rec.t_send = _now()
+    resp = await _open(endpoint, raw_request)
+    try:
+        if resp.status != 200:
+            text = (await _read_body(resp)).decode("utf-8", "replace")
+            raise ValueError(_error_message(resp.status, text))
+        await _consume_sse(resp, parser, rec)
+    finally:
+        _close(resp)
+    finish = getattr(parser, "finish", None)
+    if finish is not None:
+        finish(rec)
+
+
+async def _consume_sse(resp, parser, rec):
+    reader = resp.reader
+    chunked = resp.chunked
+    raw = b""       # undecoded transfer-encoding bytes
+    pending = b""   # decoded SSE text not yet split into events
+    ended = False
+    feed = parser.feed
+    loads = json.loads
+    while True:
+        data = await reader.read(65536)
+        now = _now()
+        if not data:
+            raise ValueError("connection closed before the stream finished (%d tokens received)" % rec.completion_tokens)
+        if chunked:
+            raw += data
+            pos = 0
+            while True:
+                eol = raw.find(b"\r\n", pos)
+                if eol < 0:
+                    break
+                size = int(raw[pos:eol].split(b";", 1)[0], 16)
+                if size == 0:
+                    # Terminal chunk: the server ended the body.
+                    ended = True
+                    break
+                end = eol + 2 + size
+                if len(raw) < end + 2:
+                    break
+                pending += raw[eol + 2:end]
+                pos = end + 2
+            raw = raw[pos:]
+        else:
+            pending += data
+        while True:
+            cut = pending.find(b"\n\n")
+            if cut < 0:
+                break
+            event = pending[:cut]
+            pending = pending[cut + 2:]
+            for line in event.split(b"\n"):
+                if not line.startswith(b"data:"):
+                    continue  # comments, event names, keep-alives
+                payload = line[5:].strip()
+                if payload == b"[DONE]":
+                    rec.t_end = now
+                    return
+                feed(rec, loads(payload), now)
+        if ended:
+            raise ValueError("stream ended without [DONE] (%d tokens received)" % rec.completion_tokens)
+
+
+def _describe(exc):
+    if isinstance(exc, asyncio.TimeoutError):
+        return "timeout"
+    if isinstance(exc, asyncio.IncompleteReadError):
+        return "connection closed mid-response"
+    text = str(exc)
+    return "%s: %s" % (type(exc).__name__, text) if text else type(exc).__name__
+
+
+class LevelRun:
+    """A closed-loop load at one concurrency level.
+
+    ``concurrency`` workers each send requests back to back. Warm-up
+    requests run first, to completion, and are not measured; then all
+    workers start the measured phase together and take requests from a
+    shared counter until ``requests`` are done (or, with ``duration_s``,
+    until that much time has passed: in-flight requests then finish and
+    count). The level's duration is from the measured phase's start to its
+    last response, so aggregate tok/s = measured tokens / that wall time.
+    """
+
+    def __init__(self, endpoint, path, parser, make_body, concurrency, requests, warmup, duration_s=None):
+        self.endpoint = endpoint
+        self.path = path
+        self.parser = parser
+        self.make_body = make_body
+        self.concurrency = concurrency
+        self.requests = requests
+        self.warmup = warmup
+        self.duration_s = duration_s
+        self.records = []
+        self.aborted = None
+        self._next = 0
+        self._index = 0
+
+    async def _one(self, index):
+        rec = RequestRecord()
+        body = self.make_body(index)
+        try:
+            await asyncio.wait_for(stream_request(self.endpoint, self.path, body, self.parser, rec), self.endpoint.request_timeout)
+            if rec.t_end is None:
+                rec.t_end = _now()
+            rec.ok = True
+        except ServerUnreachable as exc:
+            rec.error = str(exc)
+            # A down server would make every remaining request wait for
+            # the connect timeout: stop the level instead.
+            self.aborted = rec.error
+        except asyncio.TimeoutError:
+            rec.error = "request timed out after request_timeout=%ss (%d tokens received)" % (self.endpoint.request_timeout, rec.completion_tokens)
+        except Exception as exc:  # pylint: disable=broad-except
+            rec.error = _describe(exc)
+        if rec.t_end is None:
+            rec.t_end = _now()
+        return rec
+
+    async def _warm_worker(self):
+        while self._next < self.warmup and not self.aborted:
+            self._next += 1
+            self._index += 1
+            await self._one(self._index)
+
+    async def _worker(self, deadline):
+        while not self.aborted:
+            if deadline is not None:
+                if _now() >= deadline:
+                    return
+            elif self._next >= self.requests:
+                return
+            self._next += 1
+            self._index += 1
+            rec = await self._one(self._index)
+            self.records.append(rec)
+
+    async def run(self):
+        if self.warmup:
+            await asyncio.gather(*[self._warm_worker() for _ in range(min(self.concurrency, self.warmup))])
+        self._next = 0
+        start = _now()
+        deadline = start + self.duration_s if self.duration_s else None
+        await asyncio.gather(*[self._worker(deadline) for _ in range(self.concurrency)])
+        end = max([r.t_end for r in self.records] or [_now()])
+        return end - start

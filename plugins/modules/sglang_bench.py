@@ -1,0 +1,579 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: llmops.sglang contributors
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: sglang_bench
+short_description: Drive streaming load against an SGLang server and measure it
+version_added: "0.1.0"
+description:
+  - Sends a closed-loop streaming load to a running SGLang server at each of a list of
+    concurrency levels and returns, per level, the figures a speculative-decoding tuning
+    decision rests on, computed from the server's own token counts.
+  - At concurrency C, C workers send requests back to back. Warm-up requests run first and
+    finish before the measured phase starts; they are not counted.
+  - "Definitions. TTFT: first token's arrival minus request sent. E2E latency: end of the
+    stream minus request sent. TPOT: (e2e - TTFT) / (completion_tokens - 1), as SGLang's
+    C(sglang.bench_serving) defines it. Per-request decode tok/s: (completion_tokens - 1) /
+    (last token's arrival - first token's arrival), the decode phase only (bench_serving's
+    decode throughput, often called single-request throughput). ITL is per token: a chunk
+    that carries k tokens (speculative decoding sends several per step) after a gap g counts
+    as k samples of g/k. Aggregate output tok/s: completion tokens of the measured requests
+    divided by the wall time of the measured phase. Accept length: sum of completion_tokens
+    over sum of spec_verify_ct of this level's measured requests, not the server's cumulative
+    counter."
+  - Runs on the GPU host against loopback or delegated to the controller. It uses only the
+    Python standard library (Python 3.8 or later); nothing from SGLang's environment.
+  - Sends no load in check mode.
+author:
+  - llmops.sglang contributors
+options:
+  url:
+    description:
+      - Base URL of the SGLang server, C(http://) or C(https://), without a path to an endpoint.
+    type: str
+    default: http://127.0.0.1:30000
+  api:
+    description:
+      - API flavour to drive. C(native) is SGLang's C(/generate) and reports C(spec_verify_ct), so
+        only it yields the accept length; C(completions) is C(/v1/completions); C(chat) is
+        C(/v1/chat/completions) (the server applies the chat template).
+      - With the OpenAI flavours the module asks for per-chunk usage (C(continuous_usage_stats));
+        a server that does not send it still gives exact token counts, TTFT and decode rate, but no ITL.
+    type: str
+    choices: [native, completions, chat]
+    default: native
+  api_key:
+    description:
+      - "The server's C(--api-key), sent as an C(Authorization: Bearer) header."
+    type: str
+  model:
+    description:
+      - Model name for the OpenAI flavours. Default is the first model C(/v1/models) lists.
+    type: str
+  connect_timeout:
+    description:
+      - Seconds to wait for a TCP connection before giving up on the server.
+    type: float
+    default: 10
+  request_timeout:
+    description:
+      - Seconds one request (connect to last byte) may take before it counts as failed.
+    type: float
+    default: 600
+  validate_certs:
+    description:
+      - Verify the server's TLS certificate for C(https://) URLs.
+    type: bool
+    default: true
+  concurrency_levels:
+    description:
+      - Concurrency levels to measure, in order. Each must be an integer of at least 1.
+    type: list
+    elements: raw
+    default: [1, 2, 4, 8, 16, 32, 64]
+  requests_per_level:
+    description:
+      - Measured requests per level. Default is four per concurrent worker (at least 8).
+      - Use a multiple of the concurrency so that the last round is full.
+      - Mutually exclusive with O(duration_s).
+    type: int
+  duration_s:
+    description:
+      - Instead of a request count, keep sending for this many seconds per level; requests in
+        flight then finish and count.
+    type: float
+  warmup_requests:
+    description:
+      - Requests sent before each level's measured phase and not counted.
+    type: int
+    default: 2
+  seed:
+    description:
+      - Seed of the synthetic prompts and of the prompt order. The same seed gives the same load.
+    type: int
+    default: 0
+  workload:
+    description:
+      - C(synthetic) is the seed campaign's benchmark (temperature 0, C(ignore_eos), exactly
+        O(output_len) tokens, prompts of O(input_len) random common words).
+      - C(realistic) uses the agentic-coding prompt set shipped in the collection, sampled at
+        O(temperature) with natural EOS (O(output_len) caps it).
+      - C(file) uses O(prompts) or O(prompt_file).
+    type: str
+    choices: [synthetic, realistic, file]
+    default: synthetic
+  input_len:
+    description:
+      - Words in each synthetic prompt (about one token each). The server's prompt token count is
+        what the results report.
+    type: int
+    default: 1024
+  output_len:
+    description:
+      - New tokens per synthetic request; the cap for the other workloads.
+    type: int
+    default: 512
+  temperature:
+    description:
+      - Sampling temperature of the C(realistic) and C(file) workloads (C(synthetic) is greedy).
+    type: float
+    default: 0.7
+  prompts:
+    description:
+      - Prompts of the C(file) workload given inline, each a string or a dict with C(prompt) (text)
+        or C(messages) (chat messages) and optionally C(max_tokens).
+    type: list
+    elements: raw
+  prompt_file:
+    description:
+      - JSONL file on the host that runs the module, one such dict per line (C(file) workload).
+    type: path
+  flush_cache:
+    description:
+      - POST C(/flush_cache) before each level so that no level reuses the previous one's prefix cache.
+    type: bool
+    default: true
+  fail_on_error:
+    description:
+      - Fail the task when any request fails. With V(false) the figures of the completed
+        requests come back with the failure counts and a message.
+    type: bool
+    default: true
+notes:
+  - Runs with the Python standard library only (asyncio streams), on Python 3.8 or later.
+  - One TCP connection per request, as SGLang's C(bench_serving) does, so TTFT includes the connect.
+  - "Check mode: validates the options and returns without contacting the server."
+seealso:
+  - name: SGLang bench_serving
+    description: SGLang's own serving benchmark, whose TTFT/TPOT definitions this module follows.
+    link: https://docs.sglang.ai/developer_guide/bench_serving.html
+attributes:
+  check_mode:
+    support: full
+    description: Sends no request in check mode.
+  diff_mode:
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Measure the seed's synthetic benchmark on the GPU host itself
+  llmops.sglang.sglang_bench:
+    url: http://127.0.0.1:30000
+    concurrency_levels: [1, 8, 32, 64]
+    input_len: 1024
+    output_len: 512
+  register: bench
+
+- name: Realistic agentic-coding load through the chat API, from the controller
+  llmops.sglang.sglang_bench:
+    url: "http://{{ inventory_hostname }}:30000"
+    api: chat
+    api_key: "{{ sglang_api_key }}"
+    workload: realistic
+    concurrency_levels: [1, 4]
+    duration_s: 60
+  delegate_to: localhost
+
+- name: Keep partial figures when the server may die mid-run
+  llmops.sglang.sglang_bench:
+    concurrency_levels: [64]
+    request_timeout: 120
+    fail_on_error: false
+  register: soak
+
+- name: Print per-request decode rate at each level
+  ansible.builtin.debug:
+    msg: "c={{ item.concurrency }}: {{ item.per_request_tok_s.median | round(1) }} tok/s"
+  loop: "{{ ansible_facts.sglang_bench.levels }}"
+"""
+
+RETURN = r"""
+levels:
+  description: One entry per concurrency level, in the order measured.
+  returned: success, and on failure when at least one level ran
+  type: list
+  elements: dict
+  contains:
+    concurrency:
+      description: Concurrent workers.
+      type: int
+      sample: 8
+    requests_completed:
+      description: Measured requests that finished.
+      type: int
+      sample: 32
+    requests_failed:
+      description: Measured requests that failed or timed out.
+      type: int
+      sample: 0
+    errors:
+      description: Up to five distinct error messages of failed requests.
+      type: list
+      elements: str
+      sample: ["request timed out after request_timeout=30.0s (17 tokens received)"]
+    duration_s:
+      description: Wall time of the measured phase.
+      type: float
+      sample: 12.5
+    output_tokens:
+      description: Completion tokens of the completed requests (server's counts).
+      type: int
+      sample: 16384
+    prompt_tokens:
+      description: Prompt tokens of the completed requests (server's counts).
+      type: int
+      sample: 32768
+    aggregate_output_tok_s:
+      description: output_tokens / duration_s.
+      type: float
+      sample: 1979.3
+    per_request_tok_s:
+      description: Per-request decode tok/s, keys median, p10, p90, mean.
+      type: dict
+      sample: {"median": 234.1, "p10": 230.0, "p90": 236.2, "mean": 233.8}
+    ttft_s:
+      description: Time to first token in seconds, keys mean, p50, p90, p99.
+      type: dict
+      sample: {"mean": 0.12, "p50": 0.11, "p90": 0.15, "p99": 0.2}
+    itl_s:
+      description: Per-token inter-token latency in seconds (mean, p50, p90, p99); null values when the API gave no per-chunk counts.
+      type: dict
+    tpot_s:
+      description: Time per output token after the first, seconds (mean, p50, p90, p99).
+      type: dict
+    e2e_latency_s:
+      description: End-to-end latency in seconds (mean, p50, p90, p99).
+      type: dict
+    accept_length:
+      description: Sum of completion_tokens over sum of spec_verify_ct of this level's requests; null without speculative decoding or with an OpenAI flavour.
+      type: float
+      sample: 3.42
+    spec_verify_ct:
+      description: Sum of spec_verify_ct of this level's requests.
+      type: int
+    max_running_requests:
+      description: The server's max_running_requests.
+      type: int
+      sample: 21
+    max_total_num_tokens:
+      description: The server's KV pool size in tokens.
+      type: int
+server:
+  description: What the server reported from C(/get_server_info).
+  returned: success
+  type: dict
+  contains:
+    version:
+      description: SGLang version.
+      type: str
+    server_args:
+      description: The server arguments a tuning decision depends on (model, tp/dp, speculative settings, memory settings).
+      type: dict
+workload:
+  description: The load that was sent (workload, api, lengths, temperature, seed, requests, warm-up, model).
+  returned: always
+  type: dict
+msg:
+  description: Summary, or what went wrong.
+  returned: always
+  type: str
+ansible_facts:
+  description: The same content as namespaced facts.
+  returned: success
+  type: dict
+  contains:
+    sglang_bench:
+      description: levels, server and workload.
+      type: dict
+"""
+
+import asyncio
+import os
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_native
+
+from ansible_collections.llmops.sglang.plugins.module_utils.bench_client import (
+    API_PATHS,
+    BenchError,
+    Endpoint,
+    LevelRun,
+    ServerUnreachable,
+    get_json,
+    make_parser,
+    parse_base_url,
+    post_json,
+)
+from ansible_collections.llmops.sglang.plugins.module_utils.bench_metrics import summarize_level
+from ansible_collections.llmops.sglang.plugins.module_utils.bench_workloads import (
+    AGENTIC_CODING_PROMPTS,
+    body_factory,
+    load_prompt_file,
+    normalize_prompts,
+)
+
+# Server arguments worth keeping next to the figures (names as SGLang 0.5.x
+# /get_server_info reports them).
+SERVER_ARG_KEYS = (
+    "model_path", "served_model_name", "tp_size", "dp_size", "kv_cache_dtype", "mem_fraction_static",
+    "max_running_requests", "cuda_graph_max_bs", "chunked_prefill_size", "context_length",
+    "attention_backend", "speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
+    "speculative_num_draft_tokens", "speculative_draft_model_path", "disable_radix_cache",
+)
+
+
+def validate_levels(value):
+    """Concurrency levels as ints, or a message naming the option."""
+    allowed = "concurrency_levels must be a non-empty list of integers >= 1 (e.g. [1, 8, 32])"
+    if not isinstance(value, list) or not value:
+        return None, "%s; got %r" % (allowed, value)
+    levels = []
+    for item in value:
+        if isinstance(item, bool):
+            return None, "%s; %r is not an integer" % (allowed, item)
+        if isinstance(item, str) and item.strip().lstrip("-").isdigit():
+            item = int(item.strip())
+        if isinstance(item, float) and item.is_integer():
+            item = int(item)
+        if not isinstance(item, int):
+            return None, "%s; %r is not an integer" % (allowed, item)
+        if item < 1:
+            return None, "%s; got %d" % (allowed, item)
+        levels.append(item)
+    return levels, None
+
+
+def validate(module):
+    """Check every option before touching the server; returns a dict of clean values."""
+    p = module.params
+    levels, err = validate_levels(p["concurrency_levels"])
+    if err:
+        module.fail_json(msg=err)
+    for name in ("output_len", "input_len"):
+        if p[name] < 1:
+            module.fail_json(msg="%s must be an integer >= 1; got %d" % (name, p[name]))
+    if p["requests_per_level"] is not None and p["requests_per_level"] < 1:
+        module.fail_json(msg="requests_per_level must be an integer >= 1; got %d" % p["requests_per_level"])
+    if p["duration_s"] is not None and p["duration_s"] <= 0:
+        module.fail_json(msg="duration_s must be > 0 seconds; got %s" % p["duration_s"])
+    if p["warmup_requests"] < 0:
+        module.fail_json(msg="warmup_requests must be an integer >= 0; got %d" % p["warmup_requests"])
+    for name in ("connect_timeout", "request_timeout"):
+        if p[name] <= 0:
+            module.fail_json(msg="%s must be > 0 seconds; got %s" % (name, p[name]))
+    if p["temperature"] < 0:
+        module.fail_json(msg="temperature must be >= 0; got %s" % p["temperature"])
+    try:
+        parse_base_url(p["url"])
+    except BenchError as exc:
+        module.fail_json(msg=to_native(exc))
+    prompts = None
+    if p["workload"] == "file":
+        if bool(p["prompts"]) == bool(p["prompt_file"]):
+            module.fail_json(msg="workload=file needs exactly one of prompts (a list) or prompt_file (a JSONL path)")
+        try:
+            if p["prompt_file"]:
+                if not os.path.isfile(p["prompt_file"]):
+                    module.fail_json(msg="prompt_file %s does not exist on this host" % p["prompt_file"])
+                prompts = load_prompt_file(p["prompt_file"])
+            else:
+                prompts = normalize_prompts(p["prompts"])
+        except ValueError as exc:
+            module.fail_json(msg=to_native(exc))
+    elif p["prompts"] or p["prompt_file"]:
+        module.fail_json(msg="prompts and prompt_file only apply to workload=file; workload is %s" % p["workload"])
+    return levels, prompts
+
+
+def requests_for(concurrency, requests_per_level):
+    if requests_per_level:
+        return requests_per_level
+    return max(8, 4 * concurrency)
+
+
+def _server_summary(info):
+    if not isinstance(info, dict):
+        return {"version": None, "server_args": {}}, None, None
+    states = info.get("internal_states") or [{}]
+    state = states[0] if isinstance(states, list) and states and isinstance(states[0], dict) else {}
+    # SGLang master reports the effective values in internal_states.
+    max_running = state.get("max_running_requests", info.get("max_running_requests"))
+    max_total = state.get("max_total_num_tokens", info.get("max_total_num_tokens"))
+    args = dict((k, info[k]) for k in SERVER_ARG_KEYS if k in info)
+    return {"version": info.get("version"), "server_args": args}, max_running, max_total
+
+
+async def fetch_server_info(endpoint):
+    """/get_server_info (0.5.x), falling back to /server_info (master)."""
+    status, doc, text = await get_json(endpoint, "/get_server_info")
+    if status == 404:
+        status, doc, text = await get_json(endpoint, "/server_info")
+    if status == 401:
+        raise BenchError("the server refused api_key (HTTP 401) on /get_server_info")
+    if status != 200 or not isinstance(doc, dict):
+        raise BenchError("GET /get_server_info answered HTTP %d: %s" % (status, text[:200]))
+    return doc
+
+
+async def resolve_model(endpoint, model, api):
+    if model:
+        return model
+    try:
+        status, doc, _text = await get_json(endpoint, "/v1/models")
+    except ServerUnreachable:
+        raise
+    except Exception:  # pylint: disable=broad-except
+        status, doc = None, None
+    if status == 200 and isinstance(doc, dict) and doc.get("data"):
+        return doc["data"][0].get("id")
+    if api == "native":
+        return None  # /generate does not need it
+    raise BenchError("model is not set and GET /v1/models did not name one (HTTP %s)" % status)
+
+
+async def run_benchmark(params, levels, prompts, log=None):
+    """The module's work, callable without Ansible (tests, benchmarks).
+
+    Returns (result dict, failure message or None).
+    """
+    endpoint = Endpoint(
+        params["url"], api_key=params.get("api_key"), connect_timeout=params["connect_timeout"],
+        request_timeout=params["request_timeout"], validate_certs=params.get("validate_certs", True),
+    )
+    try:
+        info = await fetch_server_info(endpoint)
+    except ServerUnreachable as exc:
+        raise BenchError("server not reachable: %s" % exc)
+    except asyncio.TimeoutError:
+        raise BenchError("server at %s accepted the connection but did not answer /get_server_info within request_timeout=%ss"
+                         % (params["url"], params["request_timeout"]))
+    server, max_running, max_total = _server_summary(info)
+    model = await resolve_model(endpoint, params.get("model"), params["api"])
+    make_body = body_factory(
+        params["api"], params["workload"], model, params["input_len"], params["output_len"],
+        params["temperature"], params["seed"], prompts,
+    )
+    parser = make_parser(params["api"])
+    path = API_PATHS[params["api"]]
+    results = []
+    problems = []
+    for concurrency in levels:
+        if params.get("flush_cache", True):
+            try:
+                status, text = await post_json(endpoint, "/flush_cache", None)
+                if status != 200 and log:
+                    log("flush_cache answered HTTP %d: %s" % (status, text[:100]))
+            except Exception as exc:  # pylint: disable=broad-except
+                if log:
+                    log("flush_cache failed: %s" % exc)
+        n_requests = None if params.get("duration_s") else requests_for(concurrency, params.get("requests_per_level"))
+        run = LevelRun(endpoint, path, parser, make_body, concurrency, n_requests, params["warmup_requests"], params.get("duration_s"))
+        duration = await run.run()
+        level = summarize_level(concurrency, run.records, duration)
+        level["max_running_requests"] = max_running
+        level["max_total_num_tokens"] = max_total
+        results.append(level)
+        if level["requests_failed"] or run.aborted:
+            problems.append("concurrency %d: %d of %d requests failed (%s)" % (
+                concurrency, level["requests_failed"], level["requests_failed"] + level["requests_completed"],
+                "; ".join(level["errors"][:3]) or run.aborted))
+        if run.aborted:
+            problems.append("stopped: %s" % run.aborted)
+            break
+    workload = describe_workload(params, levels, prompts, model)
+    result = {"levels": results, "server": server, "workload": workload}
+    return result, ("; ".join(problems) if problems else None)
+
+
+def describe_workload(params, levels, prompts, model):
+    synthetic = params["workload"] == "synthetic"
+    if params["workload"] == "realistic":
+        count = len(AGENTIC_CODING_PROMPTS)
+    elif prompts:
+        count = len(prompts)
+    else:
+        count = None
+    return {
+        "workload": params["workload"],
+        "api": params["api"],
+        "model": model,
+        "input_len": params["input_len"] if synthetic else None,
+        "output_len": params["output_len"],
+        "temperature": 0.0 if synthetic else params["temperature"],
+        "ignore_eos": synthetic,
+        "seed": params["seed"],
+        "concurrency_levels": levels,
+        "requests_per_level": dict((str(c), requests_for(c, params.get("requests_per_level"))) for c in levels) if not params.get("duration_s") else None,
+        "duration_s": params.get("duration_s"),
+        "warmup_requests": params["warmup_requests"],
+        "prompt_count": count,
+        "flush_cache": params.get("flush_cache", True),
+    }
+
+
+def _run_sync(coro):
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(coro)
+    finally:
+        loop.close()
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            url=dict(type="str", default="http://127.0.0.1:30000"),
+            api=dict(type="str", default="native", choices=["native", "completions", "chat"]),
+            api_key=dict(type="str", no_log=True),
+            model=dict(type="str"),
+            connect_timeout=dict(type="float", default=10.0),
+            request_timeout=dict(type="float", default=600.0),
+            validate_certs=dict(type="bool", default=True),
+            concurrency_levels=dict(type="list", elements="raw", default=[1, 2, 4, 8, 16, 32, 64]),
+            requests_per_level=dict(type="int"),
+            duration_s=dict(type="float"),
+            warmup_requests=dict(type="int", default=2),
+            seed=dict(type="int", default=0),
+            workload=dict(type="str", default="synthetic", choices=["synthetic", "realistic", "file"]),
+            input_len=dict(type="int", default=1024),
+            output_len=dict(type="int", default=512),
+            temperature=dict(type="float", default=0.7),
+            prompts=dict(type="list", elements="raw"),
+            prompt_file=dict(type="path"),
+            flush_cache=dict(type="bool", default=True),
+            fail_on_error=dict(type="bool", default=True),
+        ),
+        mutually_exclusive=[("requests_per_level", "duration_s")],
+        supports_check_mode=True,
+    )
+    levels, prompts = validate(module)
+    workload = describe_workload(module.params, levels, prompts, module.params["model"])
+    if module.check_mode:
+        module.exit_json(changed=False, levels=[], workload=workload,
+                         msg="check mode: no load sent to %s (%d levels would run)" % (module.params["url"], len(levels)))
+    try:
+        result, problem = _run_sync(run_benchmark(module.params, levels, prompts, log=module.warn))
+    except BenchError as exc:
+        module.fail_json(msg=to_native(exc), workload=workload)
+    except Exception as exc:  # pylint: disable=broad-except
+        module.fail_json(msg="benchmark crashed: %s" % to_native(exc), exception=traceback.format_exc(), workload=workload)
+    if problem:
+        msg = "some requests failed: %s" % problem
+        if module.params["fail_on_error"]:
+            module.fail_json(msg=msg, **result)
+        module.warn(msg)
+    else:
+        msg = "measured %d concurrency levels" % len(result["levels"])
+    module.exit_json(changed=False, msg=msg, ansible_facts={"sglang_bench": result}, **result)
+
+
+if __name__ == "__main__":
+    main()
