@@ -383,3 +383,47 @@ def table(configs, concurrency_levels):
                 'requests_failed': sum(int(lv.get('requests_failed') or 0) for lv in levels),
             })
     return rows
+
+
+def evaluate(configs, objective, repeats, concurrency_levels, params=None):
+    """Everything the playbook, the pin and the report need, from the stored configurations.
+
+    Configurations that early stop skips (or that still wait) are marked so in the decision.
+    """
+    p = _params(params)
+    steps_plan = plan(configs, objective, repeats, p)
+    by_steps = dict((e['steps'], e) for e in steps_plan)
+    marked = []
+    for cfg in _sorted_configs(configs):
+        entry = by_steps[cfg['steps']]
+        cfg = dict(cfg)
+        if entry['action'] == 'skip':
+            cfg.update(status=STATUS_SKIPPED, reason=entry['reason'])
+        elif entry['action'] in ('measure', 'pending'):
+            # An incomplete set of repeats is not compared: medians over fewer runs than asked would mislead.
+            cfg.update(status=STATUS_MISSING, reason='not measured yet (%s)' % entry['reason'])
+        marked.append(cfg)
+    decision = decide(marked, objective, p)
+    rows = table(marked, concurrency_levels)
+    verdicts = dict((v['steps'], v) for v in decision['verdicts'])
+    evidence = []
+    for cfg in marked:
+        per_step = [r for r in rows if r['steps'] == cfg['steps'] and r['concurrency'] is not None]
+        verdict = verdicts.get(cfg['steps']) or {}
+        item = {'steps': cfg['steps'], 'status': cfg['status'], 'score': _round(verdict.get('score')),
+                'verdict': verdict.get('verdict') or ''}
+        if cfg['status'] == STATUS_FAILED:
+            item['diagnosis'] = (cfg.get('failure') or {}).get('diagnosis') or 'unknown'
+        if per_step:
+            item['per_request_tok_s'] = dict((r['concurrency'], _round(r['per_request_tok_s'])) for r in per_step)
+            item['aggregate_tok_s'] = dict((r['concurrency'], _round(r['aggregate_tok_s'])) for r in per_step)
+            item['accept_length'] = _round(median([r['accept_length'] for r in per_step]), 2)
+            item['max_running_requests'] = median([r['max_running_requests'] for r in per_step])
+            if item['max_running_requests'] is not None:
+                item['max_running_requests'] = int(item['max_running_requests'])
+        evidence.append(item)
+    return {'plan': steps_plan, 'configs': marked, 'decision': decision, 'table': rows, 'evidence': evidence}
+
+
+def _round(value, digits=1):
+    return None if value is None else round(float(value), digits)

@@ -71,8 +71,13 @@ def _read(path):
         return None
 
 
+def normalize(fingerprint):
+    """The fingerprint as JSON would give it back (int keys become strings, tuples lists)."""
+    return json.loads(json.dumps(fingerprint, sort_keys=True))
+
+
 def _same(fingerprint, doc):
-    return doc is not None and doc.get('schema') == SCHEMA and doc.get('fingerprint') == fingerprint
+    return doc is not None and doc.get('schema') == SCHEMA and doc.get('fingerprint') == normalize(fingerprint)
 
 
 def record_measurement(results_dir, host, steps, fingerprint, result, repeat=None):

@@ -1,0 +1,211 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, llmops.sglang contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: spec_sweep_decide
+short_description: Plan a speculative-decoding step sweep and pick its winner from stored results
+version_added: 0.1.0
+description:
+  - Reads the results that M(llmops.sglang.spec_sweep_store) saved for one host and says, for every
+    step count, whether it is measured, failed, still to measure, waiting, or skipped by early stop.
+  - Picks the winner for the objective. A larger step count wins only when it beats the best
+    smaller one by more than O(margin) and by more than the measured spread of the repeats;
+    otherwise the smaller one stays (less memory, more batch room).
+  - Objectives are V(agentic) (median per-request tok/s at concurrency 1, concurrency 2-4 as
+    tie-breakers), V(throughput) (aggregate tok/s at O(throughput_concurrency)) and V(constrained)
+    (best aggregate tok/s at a concurrency whose p99 TTFT and median per-request tok/s stay within
+    O(max_ttft_p99_s) and O(min_per_request_tok_s)).
+  - Runs on the controller (delegate it to V(localhost)); never changes anything.
+author:
+  - llmops.sglang contributors
+options:
+  results_dir:
+    description: Directory holding the sweep results (one subdirectory per host).
+    type: path
+    required: true
+  host:
+    description: Inventory hostname whose results are read.
+    type: str
+    required: true
+  steps:
+    description: Step counts of the sweep (any order; they are considered in ascending order).
+    type: list
+    elements: int
+    required: true
+  repeats:
+    description: Benchmark runs per step count; the comparison uses medians over them.
+    type: int
+    default: 1
+  objective:
+    description: What the winner is best at.
+    type: str
+    choices: [agentic, throughput, constrained]
+    default: agentic
+  concurrency_levels:
+    description: Concurrency levels that the benchmark measures.
+    type: list
+    elements: int
+    required: true
+  fingerprint:
+    description:
+      - What identifies the measurements of this sweep (workload, levels, model, speculative settings
+        other than the step count). Stored results with a different fingerprint are ignored.
+    type: dict
+    required: true
+  margin:
+    description: Fraction by which a larger step count must beat the best smaller one to win.
+    type: float
+    default: 0.02
+  early_stop:
+    description:
+      - Skip larger step counts once one fails to start or improves the objective by less than
+        O(early_stop_margin) over the best smaller one.
+    type: bool
+    default: true
+  early_stop_margin:
+    description: Improvement below which early stop skips the larger step counts.
+    type: float
+    default: 0.02
+  throughput_concurrency:
+    description: Concurrency at which the V(throughput) objective compares aggregate tok/s.
+    type: int
+    default: 32
+  max_ttft_p99_s:
+    description: Upper bound of p99 time to first token (seconds) for the V(constrained) objective.
+    type: float
+  min_per_request_tok_s:
+    description: Lower bound of the median per-request tok/s for the V(constrained) objective.
+    type: float
+notes:
+  - Supports check mode (it never changes anything).
+seealso:
+  - module: llmops.sglang.spec_sweep_store
+  - module: llmops.sglang.spec_sweep_report
+  - module: llmops.sglang.spec_sweep_pin
+'''
+
+EXAMPLES = r'''
+- name: What is left to measure, and who wins so far
+  llmops.sglang.spec_sweep_decide:
+    results_dir: /srv/sweeps
+    host: "{{ inventory_hostname }}"
+    steps: [1, 2, 3, 4, 5]
+    concurrency_levels: [1, 2, 4, 8, 16, 32]
+    objective: agentic
+    fingerprint: "{{ sweep_fingerprint }}"
+  delegate_to: localhost
+  register: sweep_state
+
+- name: Show the winner
+  ansible.builtin.debug:
+    msg: "{{ sweep_state.winner }}: {{ sweep_state.decision.reason }}"
+'''
+
+RETURN = r'''
+plan:
+  description: One entry per step count, ascending.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {steps: 1, action: done, reason: measured (1 repeat), missing_repeats: 0}
+    - {steps: 10, action: failed, reason: "failed to start: not_enough_memory", missing_repeats: 1}
+next_steps:
+  description: The step count to measure next, or null when nothing is left to measure.
+  returned: always
+  type: int
+  sample: 3
+winner:
+  description: The winning step count, or null when none qualifies (yet).
+  returned: always
+  type: int
+  sample: 4
+complete:
+  description: Whether every step count is measured, failed or skipped (no measuring left).
+  returned: always
+  type: bool
+decision:
+  description: The winner, the objective in words, why the winner won, and a verdict per step count.
+  returned: always
+  type: dict
+  sample:
+    winner: 4
+    objective: "agentic: best median per-request tok/s at concurrency 1 (tie-breakers: concurrency 2, 3, 4)"
+    reason: "objective agentic ... Winner: steps 4 with 277.0. ..."
+    score: 277.0
+    verdicts: []
+table:
+  description: Medians over repeats, one row per step count and concurrency (failed/skipped ones get one row).
+  returned: always
+  type: list
+  elements: dict
+evidence:
+  description: Compact per step count results, as pinned into host_vars under C(sglang_spec_sweep.results).
+  returned: always
+  type: list
+  elements: dict
+configs:
+  description: The stored configurations with status, failure and every repeat's benchmark result.
+  returned: always
+  type: list
+  elements: dict
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.llmops.sglang.plugins.module_utils import sweep_decide
+from ansible_collections.llmops.sglang.plugins.module_utils import sweep_store
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            results_dir=dict(type='path', required=True),
+            host=dict(type='str', required=True),
+            steps=dict(type='list', elements='int', required=True),
+            repeats=dict(type='int', default=1),
+            objective=dict(type='str', default='agentic', choices=list(sweep_decide.OBJECTIVES)),
+            concurrency_levels=dict(type='list', elements='int', required=True),
+            fingerprint=dict(type='dict', required=True),
+            margin=dict(type='float', default=0.02),
+            early_stop=dict(type='bool', default=True),
+            early_stop_margin=dict(type='float', default=0.02),
+            throughput_concurrency=dict(type='int', default=32),
+            max_ttft_p99_s=dict(type='float'),
+            min_per_request_tok_s=dict(type='float'),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    params = dict((k, p[k]) for k in ('margin', 'early_stop', 'early_stop_margin', 'throughput_concurrency',
+                                        'max_ttft_p99_s', 'min_per_request_tok_s'))
+    try:
+        params = sweep_decide.validate(p['objective'], p['steps'], p['concurrency_levels'], p['repeats'], params)
+    except sweep_decide.SweepError as exc:
+        module.fail_json(msg=str(exc))
+    configs = sweep_store.load_configs(p['results_dir'], p['host'], p['steps'], p['fingerprint'])
+    evaluation = sweep_decide.evaluate(configs, p['objective'], p['repeats'], p['concurrency_levels'], params)
+    plan = evaluation['plan']
+    to_measure = [e['steps'] for e in plan if e['action'] == 'measure']
+    waiting = [e['steps'] for e in plan if e['action'] in ('measure', 'pending')]
+    module.exit_json(
+        changed=False,
+        plan=plan,
+        next_steps=to_measure[0] if to_measure else None,
+        complete=not waiting,
+        winner=evaluation['decision']['winner'],
+        decision=evaluation['decision'],
+        table=evaluation['table'],
+        evidence=evaluation['evidence'],
+        configs=evaluation['configs'],
+    )
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,128 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, llmops.sglang contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: spec_sweep_pin
+short_description: Pin a sweep's winner into an inventory's host_vars, keeping everything else
+version_added: 0.1.0
+description:
+  - Sets top-level variables (the winning speculative settings and the sweep's evidence) in a host's
+    inventory C(host_vars) YAML file.
+  - Round-trips the file with ruamel.yaml, so the user's other variables, their order and comments stay.
+  - Writes atomically (temp file in the same directory, then rename) and only when a value changes;
+    differences in the evidence's C(date) alone do not count, so a sweep with the same outcome
+    leaves the file untouched.
+  - Runs on the controller (delegate it to V(localhost)).
+author:
+  - llmops.sglang contributors
+requirements:
+  - ruamel.yaml (on the controller)
+options:
+  inventory_dir:
+    description:
+      - The inventory directory (the C(inventory_dir) magic variable). The file is
+        C(host_vars/<host>/sweep.yml) when C(host_vars/<host>/) is a directory, otherwise
+        C(host_vars/<host>.yml) (or an existing C(.yaml)).
+      - Ignored when O(path) is set.
+    type: path
+  host:
+    description: Inventory hostname. Required with O(inventory_dir).
+    type: str
+  path:
+    description: Explicit file to pin into (created if missing).
+    type: path
+  values:
+    description: Top-level variables to set.
+    type: dict
+    required: true
+notes:
+  - Supports check mode and diff mode.
+seealso:
+  - module: llmops.sglang.spec_sweep_decide
+'''
+
+EXAMPLES = r'''
+- name: Pin the winner for this host
+  llmops.sglang.spec_sweep_pin:
+    inventory_dir: "{{ inventory_dir }}"
+    host: "{{ inventory_hostname }}"
+    values:
+      sglang_speculative_num_steps: 4
+      sglang_speculative_eagle_topk: 1
+      sglang_speculative_num_draft_tokens: 5
+      sglang_spec_sweep:
+        objective: agentic
+        date: "2026-11-29T19:00:00Z"
+  delegate_to: localhost
+'''
+
+RETURN = r'''
+path:
+  description: The host_vars file.
+  returned: always
+  type: str
+  sample: inventories/rtx6000bw/host_vars/gpu1.yml
+changed_keys:
+  description: Variables whose value changed.
+  returned: always
+  type: list
+  elements: str
+  sample: [sglang_speculative_num_steps, sglang_spec_sweep]
+'''
+
+import os
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.common.text.converters import to_native
+from ansible_collections.llmops.sglang.plugins.module_utils import sweep_pin
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            inventory_dir=dict(type='path'),
+            host=dict(type='str'),
+            path=dict(type='path'),
+            values=dict(type='dict', required=True),
+        ),
+        required_one_of=[('path', 'inventory_dir')],
+        required_by={'inventory_dir': ('host',)},
+        supports_check_mode=True,
+    )
+    if not sweep_pin.HAS_RUAMEL:
+        module.fail_json(msg=missing_required_lib('ruamel.yaml'), exception=to_native(sweep_pin.RUAMEL_IMPORT_ERROR))
+    p = module.params
+    path = p['path'] or sweep_pin.host_vars_path(p['inventory_dir'], p['host'])
+    old = ''
+    if os.path.exists(path):
+        with open(path) as fh:
+            old = fh.read()
+    try:
+        new, changed_keys = sweep_pin.update_text(old, p['values'])
+    except Exception as exc:  # ruamel's parser errors have no common base worth importing
+        module.fail_json(msg='cannot update %s: %s' % (path, to_native(exc)))
+    result = dict(changed=bool(changed_keys), path=path, changed_keys=changed_keys)
+    if changed_keys and module._diff:
+        result['diff'] = dict(before=old, after=new, before_header=path, after_header=path)
+    if changed_keys and not module.check_mode:
+        directory = os.path.dirname(path)
+        if not os.path.isdir(directory):
+            os.makedirs(directory)
+        fd, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), dir=directory)
+        with os.fdopen(fd, 'w') as fh:
+            fh.write(new)
+        # atomic_move keeps the old file's mode and ownership and renames within the directory.
+        module.atomic_move(tmp, path)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

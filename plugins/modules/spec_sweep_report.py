@@ -1,0 +1,161 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, llmops.sglang contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: spec_sweep_report
+short_description: Write a speculative-decoding sweep's report (markdown, CSV, JSON, PNG chart)
+version_added: 0.1.0
+description:
+  - From the output of M(llmops.sglang.spec_sweep_decide), writes into O(dest)
+    C(report.md) (step count x concurrency table with per-request and aggregate tok/s, accept length,
+    max_running_requests and status, the objective and why the winner won), C(measurements.csv) and
+    C(measurements.json) (every repeat of every level) and C(chart.png) (tok/s against concurrency,
+    one line per step count, the winner marked).
+  - Runs on the controller (delegate it to V(localhost)); the chart needs matplotlib there.
+author:
+  - llmops.sglang contributors
+requirements:
+  - matplotlib (optional, for the chart)
+options:
+  dest:
+    description: Directory for the report files (created if missing).
+    type: path
+    required: true
+  host:
+    description: Inventory hostname the report is about.
+    type: str
+    required: true
+  evaluation:
+    description: The registered result of M(llmops.sglang.spec_sweep_decide).
+    type: dict
+    required: true
+  meta:
+    description: Facts shown in the report header (date, sglang_version, model, workload, ...).
+    type: dict
+    default: {}
+notes:
+  - Supports check mode. Files are rewritten only when their content changes.
+seealso:
+  - module: llmops.sglang.spec_sweep_decide
+'''
+
+EXAMPLES = r'''
+- name: Write the report
+  llmops.sglang.spec_sweep_report:
+    dest: "/srv/sweeps/{{ inventory_hostname }}/report"
+    host: "{{ inventory_hostname }}"
+    evaluation: "{{ sweep_state }}"
+    meta:
+      model: Qwen/Qwen3.5-122B-A10B-FP8
+  delegate_to: localhost
+'''
+
+RETURN = r'''
+markdown_path:
+  description: The markdown report.
+  returned: always
+  type: str
+  sample: /srv/sweeps/gpu1/report/report.md
+csv_path:
+  description: Every measurement as CSV.
+  returned: always
+  type: str
+json_path:
+  description: Every measurement and the decision as JSON.
+  returned: always
+  type: str
+chart_path:
+  description: The PNG chart, or null without matplotlib (a warning says so).
+  returned: always
+  type: str
+table:
+  description: The markdown table alone (for printing).
+  returned: always
+  type: str
+'''
+
+import os
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.llmops.sglang.plugins.module_utils import sweep_report
+
+
+def _write(module, path, text):
+    """Write text atomically if it differs; returns whether it did."""
+    if os.path.exists(path):
+        with open(path) as fh:
+            if fh.read() == text:
+                return False
+    if not module.check_mode:
+        fd, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), dir=os.path.dirname(path))
+        with os.fdopen(fd, 'w') as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    return True
+
+
+def _same_bytes(a, b):
+    if not os.path.exists(b):
+        return False
+    with open(a, 'rb') as fa, open(b, 'rb') as fb:
+        return fa.read() == fb.read()
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            dest=dict(type='path', required=True),
+            host=dict(type='str', required=True),
+            evaluation=dict(type='dict', required=True),
+            meta=dict(type='dict', default={}),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    evaluation = p['evaluation']
+    for key in ('decision', 'table', 'configs', 'plan'):
+        if key not in evaluation:
+            module.fail_json(msg='evaluation must be the registered result of llmops.sglang.spec_sweep_decide (missing %r)' % key)
+    dest = p['dest']
+    if not os.path.isdir(dest) and not module.check_mode:
+        os.makedirs(dest)
+    meta = dict(p['meta'])
+    paths = dict((k, os.path.join(dest, name)) for k, name in (
+        ('markdown_path', 'report.md'), ('csv_path', 'measurements.csv'), ('json_path', 'measurements.json'), ('chart_path', 'chart.png')))
+    changed = False
+    chart_path = paths['chart_path']
+    if not module.check_mode:
+        fd, tmp = tempfile.mkstemp(prefix='.chart.', suffix='.png', dir=dest)
+        os.close(fd)
+        if sweep_report.chart(tmp, p['host'], evaluation):
+            if _same_bytes(tmp, chart_path):
+                os.unlink(tmp)
+            else:
+                os.chmod(tmp, 0o644)
+                os.replace(tmp, chart_path)
+                changed = True
+        else:
+            os.unlink(tmp)
+            chart_path = None
+            module.warn('matplotlib is not installed on the controller: the report has no chart')
+    if chart_path:
+        meta['chart'] = os.path.basename(chart_path)
+    rows = sweep_report.measurement_rows(p['host'], evaluation['configs'])
+    changed |= _write(module, paths['markdown_path'], sweep_report.markdown(p['host'], evaluation, meta))
+    changed |= _write(module, paths['csv_path'], sweep_report.to_csv(rows))
+    changed |= _write(module, paths['json_path'], sweep_report.to_json(p['host'], evaluation, meta, rows))
+    paths['chart_path'] = chart_path
+    module.exit_json(changed=changed, table=sweep_report.markdown_table(evaluation['table'], evaluation['decision']['winner']), **paths)
+
+
+if __name__ == '__main__':
+    main()

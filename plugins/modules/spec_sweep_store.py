@@ -1,0 +1,139 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, llmops.sglang contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: spec_sweep_store
+short_description: Save one measurement or start failure of a speculative-decoding sweep, or archive a host's results
+version_added: 0.1.0
+description:
+  - Writes one JSON file per host, step count and repeat under O(results_dir), atomically (temp file
+    and rename), as soon as it is measured; an interrupted sweep resumes from these files
+    (see M(llmops.sglang.spec_sweep_decide)).
+  - With O(state=archived), moves a host's earlier results aside (to C(<host>.archived-<UTC time>))
+    so that the sweep starts fresh; nothing is deleted.
+  - Runs on the controller (delegate it to V(localhost)).
+author:
+  - llmops.sglang contributors
+options:
+  results_dir:
+    description: Directory holding the sweep results (one subdirectory per host).
+    type: path
+    required: true
+  host:
+    description: Inventory hostname the result belongs to.
+    type: str
+    required: true
+  state:
+    description:
+      - V(measured) saves O(result) as the next repeat of O(steps).
+      - V(failed) saves O(failure) for O(steps).
+      - V(archived) moves every result of O(host) aside.
+    type: str
+    choices: [measured, failed, archived]
+    default: measured
+  steps:
+    description: Step count of the configuration. Required unless O(state=archived).
+    type: int
+  fingerprint:
+    description: What identifies the measurements of this sweep. Required unless O(state=archived).
+    type: dict
+  result:
+    description: The benchmark result (the C(spec_bench_result) fact). Required with O(state=measured).
+    type: dict
+  failure:
+    description: The start failure (the C(sglang_service_failure) fact). Required with O(state=failed).
+    type: dict
+notes:
+  - Supports check mode (reports what it would write) .
+seealso:
+  - module: llmops.sglang.spec_sweep_decide
+'''
+
+EXAMPLES = r'''
+- name: Save the benchmark of this configuration
+  llmops.sglang.spec_sweep_store:
+    results_dir: /srv/sweeps
+    host: "{{ inventory_hostname }}"
+    steps: 4
+    fingerprint: "{{ sweep_fingerprint }}"
+    result: "{{ spec_bench_result }}"
+  delegate_to: localhost
+
+- name: Record that steps 10 did not start
+  llmops.sglang.spec_sweep_store:
+    results_dir: /srv/sweeps
+    host: "{{ inventory_hostname }}"
+    state: failed
+    steps: 10
+    fingerprint: "{{ sweep_fingerprint }}"
+    failure: "{{ sglang_service_failure }}"
+  delegate_to: localhost
+
+- name: Start over (earlier results are moved aside)
+  llmops.sglang.spec_sweep_store:
+    results_dir: /srv/sweeps
+    host: "{{ inventory_hostname }}"
+    state: archived
+  delegate_to: localhost
+'''
+
+RETURN = r'''
+path:
+  description: The file written, or the directory the old results were moved to (null if there were none).
+  returned: always
+  type: str
+  sample: /srv/sweeps/gpu1/measurements/steps-4/repeat-1.json
+'''
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.llmops.sglang.plugins.module_utils import sweep_store
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            results_dir=dict(type='path', required=True),
+            host=dict(type='str', required=True),
+            state=dict(type='str', default='measured', choices=['measured', 'failed', 'archived']),
+            steps=dict(type='int'),
+            fingerprint=dict(type='dict'),
+            result=dict(type='dict'),
+            failure=dict(type='dict'),
+        ),
+        required_if=[
+            ('state', 'measured', ('steps', 'fingerprint', 'result')),
+            ('state', 'failed', ('steps', 'fingerprint', 'failure')),
+        ],
+        supports_check_mode=True,
+    )
+    p = module.params
+    if p['state'] == 'archived':
+        src = sweep_store.host_dir(p['results_dir'], p['host'])
+        if not os.path.isdir(src):
+            module.exit_json(changed=False, path=None)
+        if module.check_mode:
+            module.exit_json(changed=True, path=None)
+        module.exit_json(changed=True, path=sweep_store.archive(p['results_dir'], p['host']))
+    if module.check_mode:
+        module.exit_json(changed=True, path=sweep_store.config_dir(p['results_dir'], p['host'], p['steps']))
+    try:
+        if p['state'] == 'measured':
+            path = sweep_store.record_measurement(p['results_dir'], p['host'], p['steps'], p['fingerprint'], p['result'])
+        else:
+            path = sweep_store.record_failure(p['results_dir'], p['host'], p['steps'], p['fingerprint'], p['failure'])
+    except (IOError, OSError) as exc:
+        module.fail_json(msg='cannot write the sweep result under %s: %s' % (p['results_dir'], exc))
+    module.exit_json(changed=True, path=path)
+
+
+if __name__ == '__main__':
+    main()
