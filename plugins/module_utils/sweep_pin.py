@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, llmops.sglang contributors
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Round-trip update of an inventory host_vars YAML file (private to llmops.sglang).
 
 Runs on the controller (ruamel.yaml keeps the user's comments, key order and quoting).

@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, llmops.sglang contributors
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import absolute_import, division, print_function
 
@@ -24,7 +24,18 @@ description:
     O(max_ttft_p99_s) and O(min_per_request_tok_s)).
   - Runs on the controller (delegate it to V(localhost)); never changes anything.
 author:
-  - llmops.sglang contributors
+  - llmops.sglang contributors (@llmops)
+attributes:
+  check_mode:
+    support: full
+    description: Reads only; the same result in check mode.
+  diff_mode:
+    support: none
+    description: Changes nothing.
+  platform:
+    support: full
+    platforms: posix
+    description: Runs on the controller (delegate_to localhost).
 options:
   results_dir:
     description: Directory holding the sweep results (one subdirectory per host).

@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, llmops.sglang contributors
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import absolute_import, division, print_function
 
@@ -21,9 +21,20 @@ description:
     leaves the file untouched.
   - Runs on the controller (delegate it to V(localhost)).
 author:
-  - llmops.sglang contributors
+  - llmops.sglang contributors (@llmops)
 requirements:
   - ruamel.yaml (on the controller)
+attributes:
+  check_mode:
+    support: full
+    description: Computes the new file and its diff without writing it.
+  diff_mode:
+    support: full
+    description: Shows the host_vars file before and after.
+  platform:
+    support: full
+    platforms: posix
+    description: Runs on the controller (delegate_to localhost).
 options:
   inventory_dir:
     description:

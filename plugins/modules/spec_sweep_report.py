@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, llmops.sglang contributors
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import absolute_import, division, print_function
 
@@ -20,9 +20,20 @@ description:
     one line per step count, the winner marked).
   - Runs on the controller (delegate it to V(localhost)); the chart needs matplotlib there.
 author:
-  - llmops.sglang contributors
+  - llmops.sglang contributors (@llmops)
 requirements:
   - matplotlib (optional, for the chart)
+attributes:
+  check_mode:
+    support: partial
+    description: Reports whether the text files would change; the chart is not drawn.
+  diff_mode:
+    support: none
+    description: Report files are written whole.
+  platform:
+    support: full
+    platforms: posix
+    description: Runs on the controller (delegate_to localhost).
 options:
   dest:
     description: Directory for the report files (created if missing).

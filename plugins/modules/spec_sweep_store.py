@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, llmops.sglang contributors
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import absolute_import, division, print_function
 
@@ -20,7 +20,18 @@ description:
     so that the sweep starts fresh; nothing is deleted.
   - Runs on the controller (delegate it to V(localhost)).
 author:
-  - llmops.sglang contributors
+  - llmops.sglang contributors (@llmops)
+attributes:
+  check_mode:
+    support: full
+    description: Reports the file it would write without writing it.
+  diff_mode:
+    support: none
+    description: Results are JSON files written whole.
+  platform:
+    support: full
+    platforms: posix
+    description: Runs on the controller (delegate_to localhost).
 options:
   results_dir:
     description: Directory holding the sweep results (one subdirectory per host).
