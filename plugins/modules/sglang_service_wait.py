@@ -1,0 +1,355 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: llmops.sglang contributors
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: sglang_service_wait
+short_description: Wait for an SGLang systemd unit to be ready, diagnose crashes, verify its configuration
+version_added: 0.1.0
+description:
+  - Polls the server's C(/health_generate) (a one-token generation, so it is only 200 once the
+    server can really serve) while watching the unit in systemd (C(ActiveState), C(SubState),
+    C(Result), C(NRestarts), C(MainPID)).
+  - A crash is noticed on the next poll, not at the end of the timeout, whether the unit ends up
+    C(failed) or C(Restart=) brings it back to C(activating) (C(NRestarts) rises, C(MainPID) changes or
+    C(SubState) is C(auto-restart)).
+  - On a crash it reads the journal the unit wrote since O(journal_cursor) and names the cause
+    (not_enough_memory, cuda_graph_capture_failed, cuda_out_of_memory, unbalanced_memory or
+    unknown) with SGLang's own remedy and the last journal lines; a timeout is diagnosed as
+    C(timeout).
+  - Once ready it reads C(/get_server_info) (C(/server_info) on SGLang master) and compares it with
+    O(expect); any difference fails with the diagnosis C(verification_mismatch).
+  - Failures return the same keys as success plus C(diagnosis), so that a C(rescue) can read them
+    from C(ansible_failed_result).
+author:
+  - llmops.sglang contributors
+options:
+  name:
+    description: Name of the systemd unit, with or without the C(.service) suffix.
+    type: str
+    required: true
+  url:
+    description: Base URL of the server, for example C(http://127.0.0.1:30000).
+    type: str
+    required: true
+  api_key:
+    description: SGLang API key (C(--api-key)); sent as a Bearer token to endpoints that need it.
+    type: str
+  timeout:
+    description: Seconds to wait for readiness before failing with the diagnosis C(timeout).
+    type: int
+    default: 1800
+  poll_interval:
+    description: Seconds between two looks at systemd and the health endpoint.
+    type: float
+    default: 1.0
+  journal_cursor:
+    description:
+      - Journal cursor taken just before the start (see M(llmops.sglang.sglang_service_stop)).
+      - Only lines after it are diagnosed, so that an older crash is not blamed. Without it the
+        unit's last O(journal_lines_max) lines are read.
+    type: str
+  expect:
+    description:
+      - Server arguments the running server must report, for example C(tp_size), C(kv_cache_dtype),
+        C(speculative_algorithm), C(speculative_num_steps). Keys whose value is null are skipped.
+      - C(NEXTN) and C(EAGLE) compare equal (SGLang rewrites NEXTN to EAGLE), so do C(bf16) and C(bfloat16).
+    type: dict
+    default: {}
+  journal_tail:
+    description: How many of the last journal lines to return with a failure.
+    type: int
+    default: 40
+  journal_lines_max:
+    description: How many journal lines to read at most for the diagnosis.
+    type: int
+    default: 2000
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+notes:
+  - Runs on the GPU host (stdlib only); needs C(systemctl) and C(journalctl).
+  - Diagnosis patterns follow SGLang 0.5.x log messages.
+seealso:
+  - module: llmops.sglang.sglang_service_stop
+'''
+
+EXAMPLES = r'''
+- name: Wait for SGLang and check it runs what was deployed
+  llmops.sglang.sglang_service_wait:
+    name: sglang
+    url: http://127.0.0.1:30000
+    timeout: 1800
+    journal_cursor: "{{ sglang_stop.journal_cursor }}"
+    expect:
+      tp_size: 4
+      kv_cache_dtype: bf16
+      speculative_algorithm: NEXTN
+      speculative_num_steps: 4
+      speculative_eagle_topk: 1
+      speculative_num_draft_tokens: 5
+  register: sglang_ready
+'''
+
+RETURN = r'''
+ready:
+  description: Whether the server answered C(/health_generate) with 200 and matched O(expect).
+  returned: always
+  type: bool
+time_to_ready_s:
+  description:
+    - Seconds from the start of the server's main process to readiness (from the journal's
+      "ready to roll" line when the start was not watched). Null when unknown.
+  returned: always
+  type: float
+waited_s:
+  description: Seconds this module waited.
+  returned: always
+  type: float
+version:
+  description: SGLang version reported by the server.
+  returned: when ready
+  type: str
+max_running_requests:
+  description: The server's effective max_running_requests.
+  returned: when ready
+  type: int
+max_total_num_tokens:
+  description: Size of the KV cache pool in tokens.
+  returned: when ready
+  type: int
+server_info:
+  description: The server arguments compared, as the server reports them.
+  returned: when ready
+  type: dict
+mismatches:
+  description: List of C(key), C(expected), C(actual) for every expected value the server does not report.
+  returned: always
+  type: list
+  elements: dict
+diagnosis:
+  description: Why the server is not ready; null on success.
+  returned: always
+  type: dict
+  contains:
+    key:
+      description: >-
+        One of not_enough_memory, cuda_graph_capture_failed, cuda_out_of_memory, unbalanced_memory,
+        timeout, verification_mismatch, unknown.
+      type: str
+    message:
+      description: What happened.
+      type: str
+    remedy:
+      description: What to do about it (SGLang's own advice where it gives one).
+      type: str
+    evidence:
+      description: The journal line that matched, or the mismatches.
+      type: str
+journal_tail:
+  description: The last journal lines of the failed start.
+  returned: always
+  type: list
+  elements: str
+systemd:
+  description: The unit's last seen ActiveState, SubState, Result, NRestarts, MainPID, ExecMainStatus.
+  returned: always
+  type: dict
+'''
+
+import json
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
+from ansible.module_utils.urls import open_url
+from ansible_collections.llmops.sglang.plugins.module_utils.diagnosis import (
+    diagnose, mismatch_diagnosis, timeout_diagnosis)
+from ansible_collections.llmops.sglang.plugins.module_utils.service_systemd import (
+    journal_first_match_monotonic, journal_lines, systemctl_show)
+
+READY_LINE = 'The server is fired up and ready to roll'
+HEALTH_TIMEOUT_S = 5
+_SYSTEMD_KEYS = ('ActiveState', 'SubState', 'Result', 'NRestarts', 'MainPID', 'ExecMainStatus')
+
+
+def http_get(url, api_key=None, timeout=HEALTH_TIMEOUT_S):
+    """(status, body) of a GET; status 0 when the server cannot be reached."""
+    headers = {'Authorization': 'Bearer %s' % api_key} if api_key else {}
+    try:
+        resp = open_url(url, method='GET', headers=headers, timeout=timeout, validate_certs=False)
+        return resp.getcode(), resp.read()
+    except HTTPError as e:
+        return e.code, b''
+    except (URLError, IOError, OSError, ValueError):
+        return 0, b''
+
+
+def normalize(key, value):
+    if value is None:
+        return None
+    if key == 'speculative_algorithm':
+        value = str(value).upper()
+        # SGLang's ServerArgs rewrites NEXTN to EAGLE (0.5.x and master).
+        return 'EAGLE' if value == 'NEXTN' else value
+    if key == 'kv_cache_dtype':
+        value = str(value).lower()
+        return 'bf16' if value == 'bfloat16' else value
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def compare(expect, info):
+    mismatches = []
+    for key in sorted(expect):
+        expected = expect[key]
+        if expected is None:
+            continue
+        actual = info.get(key)
+        if normalize(key, expected) != normalize(key, actual):
+            mismatches.append({'key': key, 'expected': expected, 'actual': actual})
+    return mismatches
+
+
+def crash_reason(first, now):
+    """Why ``now`` shows the start has failed, or None while it may still come up."""
+    if now['ActiveState'] == 'failed':
+        return 'unit failed (Result=%s, ExecMainStatus=%s)' % (now['Result'], now['ExecMainStatus'])
+    if now['SubState'] == 'auto-restart':
+        return 'main process exited (Result=%s, ExecMainStatus=%s); systemd is restarting it' % (
+            now['Result'], now['ExecMainStatus'])
+    if now['NRestarts'] > first['NRestarts']:
+        return 'systemd restarted the unit %d time(s)' % (now['NRestarts'] - first['NRestarts'])
+    if first['MainPID'] and now['MainPID'] and now['MainPID'] != first['MainPID']:
+        return 'main process changed from %d to %d' % (first['MainPID'], now['MainPID'])
+    if now['ActiveState'] in ('inactive', 'deactivating'):
+        return 'unit is %s (Result=%s)' % (now['ActiveState'], now['Result'])
+    return None
+
+
+def fetch_server_info(base, api_key):
+    # /get_server_info on 0.5.x; master renamed it /server_info and keeps the old name.
+    for path in ('/get_server_info', '/server_info'):
+        status, body = http_get(base + path, api_key, timeout=30)
+        if status == 200:
+            try:
+                return json.loads(body)
+            except ValueError:
+                return None
+    return None
+
+
+def server_fact(info, key):
+    value = info.get(key)
+    if value is None:
+        # Scheduler-side values live in internal_states on newer SGLang.
+        for state in info.get('internal_states') or []:
+            if isinstance(state, dict) and state.get(key) is not None:
+                return state[key]
+    return value
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            name=dict(type='str', required=True),
+            url=dict(type='str', required=True),
+            api_key=dict(type='str', no_log=True),
+            timeout=dict(type='int', default=1800),
+            poll_interval=dict(type='float', default=1.0),
+            journal_cursor=dict(type='str'),
+            expect=dict(type='dict', default={}),
+            journal_tail=dict(type='int', default=40),
+            journal_lines_max=dict(type='int', default=2000),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    unit = p['name'] if p['name'].endswith('.service') else p['name'] + '.service'
+    base = p['url'].rstrip('/')
+    started = time.monotonic()
+    deadline = started + p['timeout']
+    result = dict(changed=False, ready=False, time_to_ready_s=None, waited_s=0.0, mismatches=[],
+                  diagnosis=None, journal_tail=[], systemd={})
+
+    def fail(msg, diagnosis, lines):
+        result['diagnosis'] = diagnosis
+        result['journal_tail'] = lines[-p['journal_tail']:] if p['journal_tail'] > 0 else []
+        result['waited_s'] = round(time.monotonic() - started, 2)
+        module.fail_json(msg='%s: %s [%s] %s Remedy: %s' % (
+            unit, msg, diagnosis['key'], diagnosis['message'], diagnosis['remedy']), **result)
+
+    def read_journal():
+        return journal_lines(module, unit, p['journal_cursor'], p['journal_lines_max'])
+
+    first = systemctl_show(module, unit)
+    if first.get('LoadState') == 'not-found':
+        module.fail_json(msg='%s is not installed' % unit, **result)
+    saw_not_ready = False
+    while True:
+        now = systemctl_show(module, unit)
+        result['systemd'] = dict((k, now.get(k)) for k in _SYSTEMD_KEYS)
+        reason = crash_reason(first, now)
+        if reason:
+            lines = read_journal()
+            diagnosis = diagnose(lines)
+            if diagnosis['key'] == 'unknown':
+                # journald may not have the last lines yet: look once more before giving up.
+                time.sleep(1.5)
+                lines = read_journal()
+                diagnosis = diagnose(lines)
+            fail('crashed during startup, %s.' % reason, diagnosis, lines)
+        if now['ActiveState'] == 'active':
+            status, dummy = http_get(base + '/health_generate', p['api_key'])
+            if status == 200:
+                break
+        saw_not_ready = True
+        if time.monotonic() > deadline:
+            fail('not ready after %ds.' % p['timeout'], timeout_diagnosis(), read_journal())
+        time.sleep(p['poll_interval'])
+
+    ready_mono_us = None
+    if saw_not_ready:
+        ready_mono_us = time.monotonic() * 1e6  # same clock as systemd's *Monotonic properties
+    else:
+        ready_mono_us = journal_first_match_monotonic(module, now.get('InvocationID'), READY_LINE)
+    start_us = now.get('ExecMainStartTimestampMonotonic')
+    if ready_mono_us and start_us:
+        result['time_to_ready_s'] = round((ready_mono_us - start_us) / 1e6, 2)
+
+    info = fetch_server_info(base, p['api_key'])
+    if info is None:
+        fail('answers /health_generate but not /get_server_info.', mismatch_diagnosis(
+            [{'key': 'get_server_info', 'expected': 'a JSON answer', 'actual': None}]), read_journal())
+    result['version'] = info.get('version')
+    result['max_running_requests'] = server_fact(info, 'max_running_requests')
+    result['max_total_num_tokens'] = server_fact(info, 'max_total_num_tokens')
+    result['server_info'] = dict((k, info.get(k)) for k in sorted(set(p['expect']) | set((
+        'tp_size', 'dp_size', 'kv_cache_dtype', 'speculative_algorithm', 'speculative_num_steps',
+        'speculative_eagle_topk', 'speculative_num_draft_tokens', 'model_path', 'served_model_name'))))
+    result['mismatches'] = compare(p['expect'], info)
+    if result['mismatches']:
+        fail('is ready but runs a different configuration than deployed.',
+             mismatch_diagnosis(result['mismatches']), read_journal())
+
+    result['ready'] = True
+    result['waited_s'] = round(time.monotonic() - started, 2)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,104 @@
+"""The journal diagnosis: each SGLang startup failure is recognised from realistic journal
+output (SGLang 0.5.x wording) and carries SGLang's remedy; precedence between overlapping
+messages is fixed."""
+import pytest
+
+from ansible_collections.llmops.sglang.plugins.module_utils.diagnosis import (
+    DIAGNOSIS_KEYS, diagnose, mismatch_diagnosis, timeout_diagnosis)
+
+START = [
+    "[2026-11-29 19:00:01] server_args=ServerArgs(model_path='/models/Qwen3.5-122B-A10B-FP8', tp_size=4, ...)",
+    "[2026-11-29 19:00:09 TP0] Load weight begin. avail mem=94.51 GB",
+    "[2026-11-29 19:01:40 TP0] Load weight end. type=Qwen3NextForCausalLM, dtype=torch.bfloat16, avail mem=62.10 GB",
+]
+DEATH = [
+    "[2026-11-29 19:01:41] Received sigquit from a child process. It usually means the child failed.",
+    "sglang-qwen.service: Main process exited, code=killed, status=9/KILL",
+    "sglang-qwen.service: Failed with result 'signal'.",
+]
+
+NOT_ENOUGH = START + [
+    "[2026-11-29 19:01:41 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+    '  File "/opt/sglang/venv/lib/python3.12/site-packages/sglang/srt/model_executor/model_runner.py", line 1402, in init_memory_pool',
+    '    raise RuntimeError(',
+    "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+] + DEATH
+
+GRAPH = START + [
+    "[2026-11-29 19:01:44 TP0] KV Cache is allocated. #tokens: 412000, K size: 9.4 GB, V size: 9.4 GB",
+    "[2026-11-29 19:01:44 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=3.1 GB",
+    "[2026-11-29 19:01:50 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+    "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a total capacity of 94.97 GiB",
+    "Possible solutions:",
+    "1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)",
+    "2. set --cuda-graph-max-bs to a smaller value (e.g., 16)",
+] + DEATH
+
+OOM = START + [
+    "[2026-11-29 19:01:44 TP2] Scheduler hit an exception: Traceback (most recent call last):",
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 2 has a total capacity of 94.97 GiB of which 1.02 GiB is free.",
+] + DEATH
+
+UNBALANCED = START[:1] + [
+    "[2026-11-29 19:00:09 TP1] Scheduler hit an exception: Traceback (most recent call last):",
+    "RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other processes. "
+    "min_per_gpu_memory=40.1, local_gpu_memory=94.5, local_gpu_memory * 0.9=85.05",
+] + DEATH
+
+UNKNOWN = START + [
+    "ModuleNotFoundError: No module named 'flashinfer'",
+] + DEATH
+
+
+@pytest.mark.parametrize("lines, key", [
+    (NOT_ENOUGH, "not_enough_memory"),
+    (GRAPH, "cuda_graph_capture_failed"),
+    (OOM, "cuda_out_of_memory"),
+    (UNBALANCED, "unbalanced_memory"),
+    (UNKNOWN, "unknown"),
+    ([], "unknown"),
+])
+def test_each_failure_is_recognised(lines, key):
+    d = diagnose(lines)
+    assert d["key"] == key
+    assert d["key"] in DIAGNOSIS_KEYS
+    assert d["message"] and d["remedy"]
+    if key == "unknown":
+        assert d["evidence"] is None
+    else:
+        assert d["evidence"] in [line.strip() for line in lines]
+
+
+def test_not_enough_memory_quotes_sglangs_remedy():
+    d = diagnose(NOT_ENOUGH)
+    assert "increase --mem-fraction-static" in d["remedy"]
+    assert d["evidence"] == "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."
+
+
+def test_graph_capture_wins_over_the_oom_inside_it():
+    # the capture failure message embeds "CUDA out of memory": the capture advice is the useful one
+    d = diagnose(GRAPH)
+    assert d["key"] == "cuda_graph_capture_failed"
+    assert "--cuda-graph-max-bs" in d["remedy"]
+
+
+def test_oom_remedy_points_the_other_way_from_not_enough_memory():
+    assert "lower --mem-fraction-static" in diagnose(OOM)["remedy"]
+    assert "increase --mem-fraction-static" in diagnose(NOT_ENOUGH)["remedy"]
+
+
+def test_unbalanced_memory_says_gpus_are_occupied():
+    assert "occupied by other processes" in diagnose(UNBALANCED)["remedy"]
+
+
+def test_most_specific_cause_wins_regardless_of_order():
+    # a crash loop's journal can hold several attempts; the KV-pool message is the root cause
+    assert diagnose(OOM + NOT_ENOUGH)["key"] == "not_enough_memory"
+    assert diagnose(NOT_ENOUGH + OOM)["key"] == "not_enough_memory"
+
+
+def test_timeout_and_mismatch():
+    assert timeout_diagnosis()["key"] == "timeout"
+    d = mismatch_diagnosis([{"key": "speculative_num_steps", "expected": 4, "actual": 3}])
+    assert d["key"] == "verification_mismatch"
+    assert "speculative_num_steps: expected 4, server reports 3" in d["evidence"]

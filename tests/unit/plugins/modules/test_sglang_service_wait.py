@@ -1,0 +1,54 @@
+"""Crash detection from systemd state and verification against /get_server_info."""
+from ansible_collections.llmops.sglang.plugins.modules.sglang_service_wait import compare, crash_reason, server_fact
+from ansible_collections.llmops.sglang.plugins.module_utils.service_systemd import parse_show
+
+
+def state(**kw):
+    base = dict(ActiveState="active", SubState="running", Result="success", NRestarts=0, MainPID=100, ExecMainStatus=0)
+    base.update(kw)
+    return base
+
+
+def test_running_is_not_a_crash():
+    assert crash_reason(state(), state()) is None
+    assert crash_reason(state(ActiveState="activating", SubState="start", MainPID=0), state()) is None
+
+
+def test_crash_seen_through_restart_policy():
+    first = state()
+    # Restart=on-failure: between attempts the unit is activating/auto-restart, not failed
+    assert "restarting" in crash_reason(first, state(ActiveState="activating", SubState="auto-restart", MainPID=0,
+                                                      Result="exit-code", ExecMainStatus=1))
+    assert "restarted" in crash_reason(first, state(NRestarts=1, MainPID=200))
+    assert "changed" in crash_reason(first, state(MainPID=200))
+    assert "failed" in crash_reason(first, state(ActiveState="failed", SubState="failed", MainPID=0, Result="exit-code"))
+    assert crash_reason(first, state(ActiveState="inactive", SubState="dead", MainPID=0))
+
+
+def test_parse_show():
+    props = parse_show("ActiveState=active\nNRestarts=2\nMainPID=4711\nExecMainStartTimestampMonotonic=123\nFoo\n")
+    assert props["ActiveState"] == "active" and props["NRestarts"] == 2 and props["MainPID"] == 4711
+    assert props["ExecMainStatus"] == 0
+
+
+def test_compare_normalises_sglang_rewrites():
+    info = {"tp_size": 4, "kv_cache_dtype": "bfloat16", "speculative_algorithm": "EAGLE",
+            "speculative_num_steps": 4, "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 5}
+    expect = {"tp_size": 4, "kv_cache_dtype": "bf16", "speculative_algorithm": "NEXTN",
+              "speculative_num_steps": 4, "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 5,
+              "dp_size": None}
+    assert compare(expect, info) == []
+
+
+def test_compare_reports_each_difference():
+    info = {"tp_size": 2, "kv_cache_dtype": "auto", "speculative_algorithm": "EAGLE", "speculative_num_steps": 3}
+    expect = {"tp_size": 4, "kv_cache_dtype": "bf16", "speculative_algorithm": "EAGLE3", "speculative_num_steps": 4}
+    keys = [m["key"] for m in compare(expect, info)]
+    assert keys == ["kv_cache_dtype", "speculative_algorithm", "speculative_num_steps", "tp_size"]
+    assert compare({"speculative_num_steps": 4}, {})[0]["actual"] is None
+
+
+def test_server_fact_falls_back_to_internal_states():
+    assert server_fact({"max_running_requests": None, "internal_states": [{"max_running_requests": 21}]},
+                       "max_running_requests") == 21
+    assert server_fact({"max_total_num_tokens": 412000}, "max_total_num_tokens") == 412000

@@ -1,0 +1,251 @@
+"""Render the sglang_service role's real templates, as the template action does, and check
+the command line and environment systemd would see, for several variable combinations."""
+import os
+import shlex
+
+import pytest
+import yaml
+
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+ROLE = os.path.join(ROOT, "roles", "sglang_service")
+
+
+def _load(rel):
+    with open(os.path.join(ROLE, rel), encoding="utf-8") as fh:
+        return yaml.safe_load(fh) or {}
+
+
+def _trust(value):
+    if isinstance(value, str):
+        return trust_as_template(value)
+    if isinstance(value, list):
+        return [_trust(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _trust(v) for k, v in value.items()}
+    return value
+
+
+def render(name, **overrides):
+    """Render templates/<name> with defaults < vars/main.yml < overrides (role precedence)."""
+    variables = dict(_load("defaults/main.yml"))
+    variables.update(overrides)
+    variables.update(_load("vars/main.yml"))
+    variables.update(role_path=ROLE, ansible_managed="Ansible managed")
+    templar = Templar(loader=DataLoader(), variables=_trust(variables))
+    with open(os.path.join(ROLE, "templates", name), encoding="utf-8") as fh:
+        source = trust_as_template(fh.read())
+    # The template action's defaults: trim_blocks on, lstrip_blocks off, no backslash escaping.
+    return templar.template(source, escape_backslashes=False,
+                            overrides=dict(trim_blocks=True, lstrip_blocks=False))
+
+
+def unit_sections(text):
+    """{section: {key: value}} of a unit file, continuation lines joined."""
+    sections, current, pending = {}, None, ""
+    for raw in text.splitlines():
+        line = pending + raw
+        if line.endswith("\\"):
+            pending = line[:-1] + " "
+            continue
+        pending = ""
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if line.startswith("["):
+            current = sections.setdefault(line.strip("[]"), {})
+            continue
+        key, _, value = line.partition("=")
+        current[key.strip()] = value.strip()
+    return sections
+
+
+def exec_argv(text):
+    """The argv systemd builds from ExecStart (quotes and %%/$$ escapes resolved)."""
+    execstart = unit_sections(text)["Service"]["ExecStart"]
+    return [w.replace("%%", "%").replace("$$", "$") for w in shlex.split(execstart)]
+
+
+def flags(argv):
+    """{--flag: value or True} of an argv after `python -m module`."""
+    out, i = {}, 3
+    while i < len(argv):
+        if i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+            out[argv[i]] = argv[i + 1]
+            i += 2
+        else:
+            out[argv[i]] = True
+            i += 1
+    return out
+
+
+def _systemd_env_value(value):
+    """A double-quoted EnvironmentFile value as systemd reads it (env-file.c: \\ " ` $ escapes)."""
+    assert value.startswith('"') and value.endswith('"'), value
+    out, chars = [], iter(value[1:-1])
+    for c in chars:
+        if c == "\\":
+            nxt = next(chars)
+            out.append(nxt if nxt in '"\\`$' else c + nxt)
+        else:
+            assert c != '"', "unescaped quote in %r" % value
+            out.append(c)
+    return "".join(out)
+
+
+def env_file(text):
+    env = {}
+    for line in text.splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        key, _, value = line.partition("=")
+        env[key] = _systemd_env_value(value)
+    return env
+
+
+SEED = dict(
+    sglang_model_path="/models/Qwen3.5-122B-A10B-FP8",
+    sglang_served_model_name="Qwen3.5-122B-A10B-FP8",
+    sglang_tp_size=4,
+    sglang_kv_cache_dtype="bf16",
+    sglang_speculative_algorithm="NEXTN",
+    sglang_speculative_num_steps=4,
+    sglang_speculative_eagle_topk=1,
+    sglang_cuda_home="/usr/local/cuda-13.0",
+    sglang_ld_library_path="/usr/local/cuda-13.0/lib64",
+    sglang_cuda_visible_devices="0,1,2,3",
+    sglang_nccl_env={"NCCL_IB_DISABLE": "1", "NCCL_P2P_LEVEL": "SYS"},
+)
+
+
+def test_seed_configuration_flags():
+    argv = exec_argv(render("sglang.service.j2", **SEED))
+    assert argv[:3] == ["/opt/sglang/venv/bin/python", "-m", "sglang.launch_server"]
+    f = flags(argv)
+    assert f["--model-path"] == "/models/Qwen3.5-122B-A10B-FP8"
+    assert f["--served-model-name"] == "Qwen3.5-122B-A10B-FP8"
+    assert f["--tp-size"] == "4"
+    assert f["--kv-cache-dtype"] == "bf16"
+    assert f["--speculative-algorithm"] == "NEXTN"
+    assert f["--speculative-num-steps"] == "4"
+    assert f["--speculative-eagle-topk"] == "1"
+    # derived: steps + 1 with topk 1
+    assert f["--speculative-num-draft-tokens"] == "5"
+    assert f["--enable-metrics"] is True
+    assert f["--host"] == "127.0.0.1" and f["--port"] == "30000"
+    # unset knobs are left to SGLang
+    for flag in ("--dp-size", "--mem-fraction-static", "--max-running-requests", "--cuda-graph-max-bs",
+                 "--context-length", "--chunked-prefill-size", "--attention-backend", "--api-key",
+                 "--speculative-draft-model-path", "--sim-profile"):
+        assert flag not in f
+
+
+@pytest.mark.parametrize("steps", [1, 2, 3, 5, 10])
+def test_draft_tokens_follow_steps_with_topk_1(steps):
+    f = flags(exec_argv(render("sglang.service.j2", **dict(SEED, sglang_speculative_num_steps=steps))))
+    assert f["--speculative-num-steps"] == str(steps)
+    assert f["--speculative-num-draft-tokens"] == str(steps + 1)
+
+
+def test_explicit_tree_drafting():
+    f = flags(exec_argv(render("sglang.service.j2", **dict(
+        SEED, sglang_speculative_algorithm="EAGLE3", sglang_speculative_num_steps=5,
+        sglang_speculative_eagle_topk=8, sglang_speculative_num_draft_tokens=32,
+        sglang_speculative_draft_model_path="/models/eagle3 draft"))))
+    assert f["--speculative-algorithm"] == "EAGLE3"
+    assert f["--speculative-eagle-topk"] == "8"
+    assert f["--speculative-num-draft-tokens"] == "32"
+    assert f["--speculative-draft-model-path"] == "/models/eagle3 draft"
+
+
+def test_no_speculative_block_without_algorithm():
+    f = flags(exec_argv(render("sglang.service.j2", sglang_model_path="/m")))
+    assert not [k for k in f if k.startswith("--speculative")]
+    assert f["--tp-size"] == "1" and f["--kv-cache-dtype"] == "auto"
+
+
+def test_tuning_knobs_and_extra_args():
+    argv = exec_argv(render("sglang.service.j2", **dict(
+        SEED, sglang_dp_size=2, sglang_mem_fraction_static=0.88, sglang_max_running_requests=32,
+        sglang_cuda_graph_max_bs=64, sglang_context_length=131072, sglang_chunked_prefill_size=-1,
+        sglang_attention_backend="flashinfer", sglang_trust_remote_code=True, sglang_enable_metrics=False,
+        sglang_host="0.0.0.0", sglang_port=30011,
+        sglang_extra_args=["--disable-radix-cache", "--json-model-override-args", '{"a": "b c"}', "50%$HOME"])))
+    f = flags(argv)
+    assert f["--dp-size"] == "2"
+    assert f["--mem-fraction-static"] == "0.88"
+    assert f["--max-running-requests"] == "32"
+    assert f["--cuda-graph-max-bs"] == "64"
+    assert f["--context-length"] == "131072"
+    assert f["--chunked-prefill-size"] == "-1"
+    assert f["--attention-backend"] == "flashinfer"
+    assert f["--trust-remote-code"] is True
+    assert "--enable-metrics" not in f
+    assert f["--host"] == "0.0.0.0" and f["--port"] == "30011"
+    # extra args survive as single argv words, specials escaped for systemd
+    assert argv[argv.index("--json-model-override-args") + 1] == '{"a": "b c"}'
+    assert "50%$HOME" in argv
+
+
+def test_simulator_launch_and_profile():
+    argv = exec_argv(render("sglang.service.j2", **dict(
+        SEED, sglang_launch_module="sglang_sim", sglang_sim_profile="/controller/profile.yaml",
+        sglang_service_name="sglang-qwen")))
+    assert argv[:3] == ["/opt/sglang/venv/bin/python", "-m", "sglang_sim"]
+    # the host-side copy, not the controller path
+    assert flags(argv)["--sim-profile"] == "/etc/sglang/sglang-qwen.sim-profile.yaml"
+
+
+def test_existing_interpreter():
+    argv = exec_argv(render("sglang.service.j2", **dict(
+        SEED, sglang_python_source="existing", sglang_python="/srv/conda/envs/sglang/bin/python3")))
+    assert argv[0] == "/srv/conda/envs/sglang/bin/python3"
+
+
+def test_unit_settings():
+    s = unit_sections(render("sglang.service.j2", **dict(
+        SEED, sglang_service_name="sglang-qwen", sglang_service_user="llm", sglang_service_group="gpu",
+        sglang_memory_max="200G", sglang_limit_memlock="infinity", sglang_limit_nofile=65536)))
+    svc, unit = s["Service"], s["Unit"]
+    assert svc["User"] == "llm" and svc["Group"] == "gpu"
+    assert svc["EnvironmentFile"] == "/etc/sglang/sglang-qwen.env"
+    assert svc["WorkingDirectory"] == "/var/lib/sglang"
+    assert svc["LimitNOFILE"] == "65536" and svc["LimitMEMLOCK"] == "infinity"
+    assert svc["MemoryMax"] == "200G"
+    assert int(svc["TimeoutStartSec"]) >= 1800
+    assert svc["Restart"] == "on-failure"
+    assert svc["KillMode"] == "control-group"
+    # a crash loop must end in a failed unit
+    assert int(unit["StartLimitBurst"]) >= 1 and int(unit["StartLimitIntervalSec"]) > int(svc["RestartSec"]) * int(unit["StartLimitBurst"])
+    assert s["Install"]["WantedBy"] == "multi-user.target"
+    assert "MemoryMax" not in unit_sections(render("sglang.service.j2", **SEED))["Service"]
+
+
+def test_api_key_only_in_environment_file():
+    key = "sk-very$ecret\"key"
+    unit = render("sglang.service.j2", **dict(SEED, sglang_api_key=key))
+    assert key not in unit and "ecret" not in unit
+    argv = exec_argv(unit)
+    # systemd substitutes ${SGLANG_API_KEY} from the environment file at start
+    assert argv[argv.index("--api-key") + 1] == "${SGLANG_API_KEY}"
+    env = env_file(render("sglang.env.j2", **dict(SEED, sglang_api_key=key)))
+    assert env["SGLANG_API_KEY"] == key
+    assert "--api-key" not in exec_argv(render("sglang.service.j2", **SEED))
+    assert "SGLANG_API_KEY" not in env_file(render("sglang.env.j2", **SEED))
+
+
+def test_environment_file():
+    env = env_file(render("sglang.env.j2", **dict(SEED, sglang_environment={"HF_HOME": "/data/hf", "SGLANG_X": "a b"})))
+    assert env["CUDA_HOME"] == "/usr/local/cuda-13.0"
+    assert env["LD_LIBRARY_PATH"] == "/usr/local/cuda-13.0/lib64"
+    assert env["CUDA_VISIBLE_DEVICES"] == "0,1,2,3"
+    assert env["NCCL_IB_DISABLE"] == "1" and env["NCCL_P2P_LEVEL"] == "SYS"
+    assert env["HF_HOME"] == "/data/hf" and env["SGLANG_X"] == "a b"
+    path = env["PATH"].split(":")
+    assert path[0] == "/opt/sglang/venv/bin" and path[1] == "/usr/local/cuda-13.0/bin" and "/usr/bin" in path
+
+
+def test_environment_file_minimal_and_explicit_path():
+    env = env_file(render("sglang.env.j2", sglang_model_path="/m", sglang_env_path="/usr/bin:/bin"))
+    assert env == {"PATH": "/usr/bin:/bin"}
