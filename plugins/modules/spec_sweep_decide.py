@@ -194,8 +194,8 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    params = dict((k, p[k]) for k in ('margin', 'early_stop', 'early_stop_margin', 'throughput_concurrency',
-                                        'max_ttft_p99_s', 'min_per_request_tok_s'))
+    keys = ('margin', 'early_stop', 'early_stop_margin', 'throughput_concurrency', 'max_ttft_p99_s', 'min_per_request_tok_s')
+    params = dict((k, p[k]) for k in keys)
     try:
         params = sweep_decide.validate(p['objective'], p['steps'], p['concurrency_levels'], p['repeats'], params)
     except sweep_decide.SweepError as exc:

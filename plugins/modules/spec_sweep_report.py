@@ -27,6 +27,7 @@ attributes:
   check_mode:
     support: partial
     description: Reports whether the text files would change; the chart is not drawn.
+    details: In check mode the markdown, CSV and JSON are compared with the files on disk; the PNG chart is neither drawn nor compared.
   diff_mode:
     support: none
     description: Report files are written whole.
