@@ -1,0 +1,737 @@
+"""SGLang's HTTP API over the simulated engine (aiohttp), and the startup sequence.
+
+Shapes follow SGLang 0.5.x ``srt/entrypoints/http_server.py`` and ``openai_api``:
+/health, /health_generate, /get_model_info, /get_server_info (+ /server_info, master's name),
+/generate, /v1/completions, /v1/chat/completions, /v1/models, /flush_cache, /metrics.
+"""
+
+import asyncio
+import json
+import math
+import os
+import signal
+import sys
+import time
+import uuid
+
+from aiohttp import web
+
+from sglang_sim import SGLANG_VERSION, __version__, models
+from sglang_sim.args import server_args_dict
+from sglang_sim.engine import Engine
+
+SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+DONE = b"data: [DONE]\n\n"
+HTTP_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed", 500: "Internal Server Error", 503: "Service Unavailable"}
+FLUSH_MSG = ("Cache flushed.\nPlease check backend logs for more details. "
+             "(When there are running or waiting requests, the operation will not be performed.)\n")
+
+
+class BadRequest(Exception):
+    """A request SGLang rejects with HTTP 400. ``openai`` selects the error body shape."""
+
+    def __init__(self, message, openai=True):
+        Exception.__init__(self, message)
+        self.message = message
+        self.openai = openai
+
+
+def _now_str():
+    return time.strftime("%Y-%m-%d %H:%M:%S")
+
+
+class Logger(object):
+    """SGLang's log line format on stdout, flushed per line (the unit's journal)."""
+
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stdout
+
+    def main(self, msg):
+        self.stream.write("[%s] %s\n" % (_now_str(), msg))
+        self.stream.flush()
+
+    def tp(self, msg, rank=0):
+        self.stream.write("[%s TP%d] %s\n" % (_now_str(), rank, msg))
+        self.stream.flush()
+
+    def raw(self, msg):
+        self.stream.write(msg + "\n")
+        self.stream.flush()
+
+
+def openai_error(message, status=400):
+    kind = {400: "BadRequestError", 401: "AuthenticationError", 404: "NotFoundError"}.get(status, "InternalServerError")
+    return web.json_response({"object": "error", "message": message, "type": kind, "param": None, "code": status},
+                             status=status)
+
+
+def _count_tokens(text, chars_per_token):
+    return max(1, int(math.ceil(len(text) / chars_per_token))) if text else 0
+
+
+def _opt_number(body, key, default, kind=float, minimum=None):
+    value = body.get(key, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BadRequest("%s: Input should be a valid %s, got %r" % (key, "integer" if kind is int else "number", value))
+    if kind is int and not float(value).is_integer():
+        raise BadRequest("%s: Input should be a valid integer, got %r" % (key, value))
+    value = kind(value)
+    if minimum is not None and value < minimum:
+        raise BadRequest("%s must be at least %s, got %s." % (key, minimum, value), openai=False)
+    return value
+
+
+class SimServer(object):
+    def __init__(self, args, profile, cfg, plan, log):
+        self.args = args
+        self.profile = profile
+        self.cfg = cfg
+        self.plan = plan
+        self.log = log
+        self.ready = False
+        self.context_len = cfg.context_length or profile["model"]["context_length"]
+        self.chars_per_token = profile["model"]["chars_per_token"]
+        seed = args.random_seed if args.random_seed is not None else profile.get("seed")
+        self.engine = Engine(profile, cfg, plan, seed=seed, log=log.tp)
+        self.engine.radix = not args.disable_radix_cache
+        self.created = int(time.time())
+        self.start_time = time.time()
+
+    # -- app ------------------------------------------------------------------------------
+    def make_app(self):
+        middlewares = [self.access_log_middleware]
+        if self.args.api_key:
+            middlewares.append(self.api_key_middleware)
+        app = web.Application(middlewares=middlewares, client_max_size=64 * 1024 * 1024)
+        r = app.router
+        r.add_get("/health", self.health)
+        r.add_get("/health_generate", self.health_generate)
+        r.add_get("/get_model_info", self.model_info)
+        r.add_get("/model_info", self.model_info)
+        r.add_get("/get_server_info", self.server_info)
+        r.add_get("/server_info", self.server_info)
+        r.add_route("*", "/flush_cache", self.flush_cache)
+        r.add_post("/generate", self.generate)
+        r.add_post("/v1/completions", self.completions)
+        r.add_post("/v1/chat/completions", self.chat_completions)
+        r.add_get("/v1/models", self.list_models)
+        if self.args.enable_metrics:
+            r.add_get("/metrics", self.metrics)
+        return app
+
+    @web.middleware
+    async def access_log_middleware(self, request, handler):
+        try:
+            resp = await handler(request)
+        except web.HTTPException as exc:
+            resp = exc
+            raise
+        finally:
+            if request.path not in ("/health", "/metrics"):
+                peer = request.transport.get_extra_info("peername") if request.transport else None
+                peer = "%s:%s" % peer[:2] if peer else "-"
+                status = getattr(locals().get("resp"), "status", 500)
+                self.log.raw('INFO:     %s - "%s %s HTTP/%d.%d" %d %s' % (
+                    peer, request.method, request.path_qs, request.version.major, request.version.minor, status,
+                    HTTP_REASONS.get(status, "")))
+        return resp
+
+    @web.middleware
+    async def api_key_middleware(self, request, handler):
+        # SGLang 0.5.x add_api_key_middleware: /health* and /metrics need no key
+        path = request.path
+        if request.method == "OPTIONS" or path.startswith("/health") or path.startswith("/metrics"):
+            return await handler(request)
+        if request.headers.get("Authorization") != "Bearer " + self.args.api_key:
+            return web.json_response({"error": "Unauthorized"}, status=401)
+        return await handler(request)
+
+    # -- simple endpoints -----------------------------------------------------------------
+    async def health(self, request):
+        if not self.ready:
+            return web.Response(status=503)
+        return web.Response(status=200)
+
+    async def health_generate(self, request):
+        if not self.ready:
+            return web.Response(status=503)
+        req = self.engine.submit(None, 1, 1, 0.0, True, lambda r, piece, fin: None)
+        try:
+            await asyncio.wait_for(asyncio.shield(req.done), 20)
+        except asyncio.TimeoutError:
+            return web.Response(status=503)
+        return web.Response(status=200)
+
+    async def model_info(self, request):
+        model = self.profile["model"]
+        return web.json_response({
+            "model_path": self.args.model_path,
+            "tokenizer_path": self.args.tokenizer_path,
+            "is_generation": True,
+            "preferred_sampling_params": None,
+            "weight_version": "default",
+            "has_image_understanding": False,
+            "has_audio_understanding": False,
+            "model_type": model["model_type"],
+            "architectures": [model["architecture"]],
+        })
+
+    def internal_state(self):
+        st = self.engine.stats
+        state = {
+            "last_gen_throughput": st.last_gen_throughput,
+            "memory_usage": {"weight": round(self.plan["weights_gib"], 2), "kvcache": round(self.plan["kv_gib"], 2),
+                             "token_capacity": self.plan["max_total_num_tokens"],
+                             "graph": round(self.plan.get("cuda_graph_gib", 0.0), 2)},
+        }
+        if self.cfg.spec:
+            state["avg_spec_accept_length"] = st.avg_spec_accept_length
+        return state
+
+    async def server_info(self, request):
+        info = server_args_dict(self.args)
+        info.update({
+            "max_running_requests": self.plan["max_running_requests"],
+            "max_total_num_tokens": self.plan["max_total_num_tokens"],
+            "mem_fraction_static": self.plan["mem_fraction_static"],
+            "cuda_graph_max_bs": self.plan["cuda_graph_max_bs"],
+            "context_length": self.context_len,
+            "internal_states": [self.internal_state() for _ in range(max(1, self.cfg.dp_size))],
+            "version": self.profile.get("sglang_version") or SGLANG_VERSION,
+            # not in SGLang: says plainly that this is the simulator
+            "simulator": {"name": "sglang-sim", "version": __version__, "profile": self.profile["name"]},
+        })
+        return web.json_response(info)
+
+    async def list_models(self, request):
+        name = self.args.served_model_name
+        return web.json_response({"object": "list", "data": [{
+            "id": name, "object": "model", "created": self.created, "owned_by": "sglang", "root": name,
+            "parent": None, "max_model_len": self.context_len}]})
+
+    async def flush_cache(self, request):
+        if self.engine.flush_cache():
+            self.log.tp("Cache flushed successfully!")
+            return web.Response(text=FLUSH_MSG, status=200)
+        return web.Response(text=FLUSH_MSG, status=400)
+
+    async def metrics(self, request):
+        st = self.engine.stats
+        eng = self.engine
+        label = 'model_name="%s"' % self.args.served_model_name.replace('"', '\\"')
+        lines = []
+
+        def gauge(name, value, kind="gauge", help_text=""):
+            lines.append("# HELP sglang:%s %s" % (name, help_text or name))
+            lines.append("# TYPE sglang:%s %s" % (name, kind))
+            lines.append("sglang:%s{%s} %s" % (name, label, repr(float(value))))
+
+        gauge("num_running_reqs", len(eng.running), help_text="The number of running requests.")
+        gauge("num_queue_reqs", len(eng.waiting), help_text="The number of requests in the waiting queue.")
+        gauge("num_used_tokens", sum(r.prompt_tokens + r.completion_tokens for r in eng.running))
+        gauge("token_usage", eng.token_usage(), help_text="The token usage.")
+        gauge("gen_throughput", st.last_gen_throughput, help_text="The generation throughput (token/s).")
+        gauge("cache_hit_rate", (st.cached_tokens_total / float(st.prompt_tokens_total)) if st.prompt_tokens_total else 0.0)
+        gauge("spec_accept_length", st.avg_spec_accept_length or 0.0, help_text="The average acceptance length of speculative decoding.")
+        gauge("spec_accept_rate", st.spec_accept_rate, help_text="The average acceptance rate of speculative decoding.")
+        gauge("max_running_requests", eng.mrr)
+        gauge("max_total_num_tokens", eng.max_total_num_tokens)
+        gauge("prompt_tokens_total", st.prompt_tokens_total, "counter", "Number of prefill tokens processed.")
+        gauge("generation_tokens_total", st.generation_tokens_total, "counter", "Number of generation tokens processed.")
+        gauge("cached_tokens_total", st.cached_tokens_total, "counter", "Number of cached prompt tokens.")
+        gauge("num_requests_total", st.requests_total, "counter", "Number of requests processed.")
+        for name, (buckets, counts, total) in sorted(st.hist.items()):
+            lines.append("# HELP sglang:%s %s" % (name, name.replace("_", " ")))
+            lines.append("# TYPE sglang:%s histogram" % name)
+            cum = 0
+            for bound, count in zip(buckets, counts):
+                cum += count
+                lines.append('sglang:%s_bucket{%s,le="%s"} %d' % (name, label, repr(float(bound)), cum))
+            cum += counts[-1]
+            lines.append('sglang:%s_bucket{%s,le="+Inf"} %d' % (name, label, cum))
+            lines.append("sglang:%s_sum{%s} %s" % (name, label, repr(total[0])))
+            lines.append("sglang:%s_count{%s} %d" % (name, label, cum))
+        return web.Response(text="\n".join(lines) + "\n", content_type="text/plain", charset="utf-8")
+
+    # -- generation -------------------------------------------------------------------------
+    async def _json_body(self, request):
+        try:
+            body = await request.json(loads=json.loads)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise BadRequest("Invalid JSON body: %s" % exc)
+        if not isinstance(body, dict):
+            raise BadRequest("Input should be a valid dictionary or object to extract fields from")
+        return body
+
+    def _check_context(self, prompt_tokens, max_new_tokens):
+        if prompt_tokens >= self.context_len:
+            raise BadRequest("The input (%d tokens) is longer than the model's context length (%d tokens)."
+                             % (prompt_tokens, self.context_len), openai=False)
+        if max_new_tokens is not None and prompt_tokens + max_new_tokens > self.context_len:
+            raise BadRequest(
+                "Requested token count exceeds the model's maximum context length of %d tokens. You requested a "
+                "total of %d tokens: %d tokens from the input messages and %d tokens for the completion. Please "
+                "reduce the number of tokens in the input messages or the completion to fit within the limit."
+                % (self.context_len, prompt_tokens + max_new_tokens, prompt_tokens, max_new_tokens), openai=False)
+
+    def _sampling(self, params, default_max):
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            raise BadRequest("sampling_params: Input should be a valid dictionary")
+        max_new = _opt_number(params, "max_new_tokens", default_max, int)
+        if max_new is not None and max_new < 0:
+            raise BadRequest("max_new_tokens must be at least 0, got %d." % max_new, openai=False)
+        temperature = _opt_number(params, "temperature", 1.0)
+        if temperature < 0:
+            raise BadRequest("temperature must be non-negative, got %s." % temperature, openai=False)
+        top_p = _opt_number(params, "top_p", 1.0)
+        if not 0.0 < top_p <= 1.0:
+            raise BadRequest("top_p must be in (0, 1], got %s." % top_p, openai=False)
+        top_k = _opt_number(params, "top_k", -1, int)
+        if top_k < -1 or top_k == 0:
+            raise BadRequest("top_k must be -1 (disable) or at least 1, got %d." % top_k, openai=False)
+        if top_k == 1:
+            temperature = 0.0  # SGLang treats top_k 1 as greedy
+        ignore_eos = params.get("ignore_eos", False)
+        if not isinstance(ignore_eos, bool):
+            raise BadRequest("ignore_eos: Input should be a valid boolean, got %r" % (ignore_eos,))
+        stop = params.get("stop")
+        if stop is not None and not isinstance(stop, (str, list)):
+            raise BadRequest("stop: Input should be a valid string or list of strings")
+        return max_new, temperature, ignore_eos
+
+    def _meta(self, req, final, e2e=None):
+        meta = {
+            "id": req.rid,
+            "finish_reason": req.finish_reason if final else None,
+            "prompt_tokens": req.prompt_tokens,
+            "weight_version": "default",
+            "total_retractions": 0,
+            "completion_tokens": req.completion_tokens,
+            "cached_tokens": req.cached_tokens,
+        }
+        if self.cfg.spec:
+            meta["spec_verify_ct"] = req.verify_ct
+            if final:
+                # newer SGLang (master) adds these on the finished output
+                drafted = req.verify_ct * self.cfg.steps
+                meta["spec_accept_token_num"] = req.accepted_drafts
+                meta["spec_draft_token_num"] = drafted
+                meta["spec_accept_rate"] = (req.accepted_drafts / float(drafted)) if drafted else 0.0
+                meta["spec_accept_length"] = (req.completion_tokens / float(req.verify_ct)) if req.verify_ct else 0.0
+        if final:
+            meta["e2e_latency"] = e2e if e2e is not None else (time.time() - req.t_arrival)
+        return meta
+
+    async def generate(self, request):
+        try:
+            body = await self._json_body(request)
+            text = body.get("text")
+            input_ids = body.get("input_ids")
+            if text is None and input_ids is None:
+                raise BadRequest("Either text, input_ids or input_embeds should be provided.", openai=False)
+            if text is not None and not isinstance(text, (str, list)):
+                raise BadRequest("text: Input should be a valid string")
+            if isinstance(text, list) or (isinstance(input_ids, list) and input_ids and isinstance(input_ids[0], list)):
+                return await self._generate_batch(body)
+            if text is not None:
+                prompt_tokens = _count_tokens(text, self.chars_per_token)
+                key = text
+            else:
+                if not isinstance(input_ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in input_ids):
+                    raise BadRequest("input_ids: Input should be a valid list of integers")
+                prompt_tokens = len(input_ids)
+                key = ",".join(map(str, input_ids[:4096]))
+            if prompt_tokens == 0:
+                raise BadRequest("The input is empty.", openai=False)
+            max_new, temperature, ignore_eos = self._sampling(body.get("sampling_params"), 128)
+            stream = body.get("stream", False)
+            if not isinstance(stream, bool):
+                raise BadRequest("stream: Input should be a valid boolean")
+            self._check_context(prompt_tokens, max_new)
+        except BadRequest as exc:
+            if exc.openai:
+                return openai_error(exc.message)
+            return web.json_response({"error": {"message": exc.message}}, status=400)
+        if not stream:
+            req = self.engine.submit(key, prompt_tokens, max_new, temperature, ignore_eos, lambda r, p, f: None)
+            await self._await_done(request, req)
+            return web.json_response({"text": req.text.lstrip(" ") if req.text else "",
+                                      "output_ids": [], "meta_info": self._meta(req, True)})
+        return await self._stream(request, key, prompt_tokens, max_new, temperature, ignore_eos, self._generate_chunk)
+
+    async def _generate_batch(self, body):
+        texts = body.get("text")
+        ids = body.get("input_ids")
+        items = texts if texts is not None else ids
+        if body.get("stream"):
+            raise BadRequest("Streaming is not supported for batched /generate in the simulator.", openai=False)
+        max_new, temperature, ignore_eos = self._sampling(body.get("sampling_params"), 128)
+        reqs = []
+        for item in items:
+            if isinstance(item, str):
+                n, key = _count_tokens(item, self.chars_per_token), item
+            elif isinstance(item, list):
+                n, key = len(item), ",".join(map(str, item[:4096]))
+            else:
+                raise BadRequest("text: Input should be a valid list of strings")
+            self._check_context(n, max_new)
+            reqs.append(self.engine.submit(key, n, max_new, temperature, ignore_eos, lambda r, p, f: None))
+        await asyncio.gather(*[r.done for r in reqs])
+        return web.json_response([{"text": r.text.lstrip(" "), "output_ids": [], "meta_info": self._meta(r, True)} for r in reqs])
+
+    async def _await_done(self, request, req):
+        try:
+            await req.done
+        except asyncio.CancelledError:
+            self.engine.abort(req)
+            raise
+
+    def _generate_chunk(self, req, piece, final):
+        # SGLang streams the cumulative text by default; fake words need no JSON escaping
+        text = req.text[1:] if req.text.startswith(" ") else req.text
+        meta = json.dumps(self._meta(req, final), separators=(", ", ": "))
+        return ('data: {"text": "%s", "output_ids": [], "meta_info": %s}\n\n' % (text, meta)).encode()
+
+    async def _stream(self, request, key, prompt_tokens, max_new, temperature, ignore_eos, make_chunk, prologue=None,
+                      epilogue=None):
+        queue = []
+        wake = asyncio.Event()
+
+        def sink(req, piece, final):
+            queue.append(make_chunk(req, piece, final))
+            wake.set()
+
+        resp = web.StreamResponse(headers=SSE_HEADERS)
+        await resp.prepare(request)
+        req = self.engine.submit(key, prompt_tokens, max_new, temperature, ignore_eos, sink)
+        try:
+            if prologue is not None:
+                await resp.write(prologue(req))
+            while True:
+                if not queue:
+                    if req.done.done():
+                        break
+                    wake.clear()
+                    await wake.wait()
+                    continue
+                data = b"".join(queue)
+                del queue[:]
+                await resp.write(data)
+            if epilogue is not None:
+                tail = epilogue(req)
+                if tail:
+                    await resp.write(tail)
+            await resp.write(DONE)
+        except (ConnectionResetError, asyncio.CancelledError):
+            self.engine.abort(req)
+            raise
+        return resp
+
+    # -- OpenAI-compatible ------------------------------------------------------------------
+    def _openai_common(self, body, default_max):
+        stream = body.get("stream", False)
+        if not isinstance(stream, bool):
+            raise BadRequest("stream: Input should be a valid boolean")
+        n = body.get("n", 1)
+        if n != 1:
+            raise BadRequest("n: only n=1 is supported by the simulator (SGLang supports n>1 without streaming)")
+        max_tokens = body.get("max_completion_tokens", body.get("max_tokens", default_max))
+        params = {"max_new_tokens": max_tokens, "temperature": body.get("temperature", 1.0),
+                  "top_p": body.get("top_p", 1.0), "top_k": body.get("top_k", -1),
+                  "ignore_eos": body.get("ignore_eos", False), "stop": body.get("stop")}
+        try:
+            max_new, temperature, ignore_eos = self._sampling(params, default_max)
+        except BadRequest as exc:
+            raise BadRequest(exc.message)
+        opts = body.get("stream_options") or {}
+        if not isinstance(opts, dict):
+            raise BadRequest("stream_options: Input should be a valid dictionary")
+        include_usage = bool(opts.get("include_usage", False))
+        return stream, max_new, temperature, ignore_eos, include_usage
+
+    @staticmethod
+    def _usage(req):
+        return {"prompt_tokens": req.prompt_tokens, "total_tokens": req.prompt_tokens + req.completion_tokens,
+                "completion_tokens": req.completion_tokens, "prompt_tokens_details": None}
+
+    @staticmethod
+    def _finish_str(req):
+        reason = req.finish_reason or {}
+        return reason.get("type"), reason.get("matched")
+
+    async def completions(self, request):
+        try:
+            body = await self._json_body(request)
+            prompt = body.get("prompt")
+            if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (str, list)):
+                prompt = prompt[0]
+            if isinstance(prompt, str):
+                prompt_tokens, key = _count_tokens(prompt, self.chars_per_token), prompt
+            elif isinstance(prompt, list) and prompt and all(isinstance(i, int) and not isinstance(i, bool) for i in prompt):
+                prompt_tokens, key = len(prompt), ",".join(map(str, prompt[:4096]))
+            else:
+                raise BadRequest("prompt: Input should be a valid string or list of token ids")
+            if prompt_tokens == 0:
+                raise BadRequest("The prompt is empty.")
+            stream, max_new, temperature, ignore_eos, include_usage = self._openai_common(body, 16)
+            self._check_context(prompt_tokens, max_new)
+        except BadRequest as exc:
+            return openai_error(exc.message)
+        model = body.get("model") or self.args.served_model_name
+        cid = "cmpl-" + uuid.uuid4().hex
+        created = int(time.time())
+        if not stream:
+            req = self.engine.submit(key, prompt_tokens, max_new, temperature, ignore_eos, lambda r, p, f: None)
+            await self._await_done(request, req)
+            reason, matched = self._finish_str(req)
+            return web.json_response({
+                "id": cid, "object": "text_completion", "created": created, "model": model,
+                "choices": [{"index": 0, "text": req.text, "logprobs": None, "finish_reason": reason,
+                             "matched_stop": matched}],
+                "usage": self._usage(req), "metadata": {"weight_version": "default"}})
+        head = '{"id": "%s", "object": "text_completion", "created": %d, "model": %s, "choices": [{"index": 0, "text": "' % (
+            cid, created, json.dumps(model))
+
+        def chunk(req, piece, final):
+            if final:
+                reason, matched = self._finish_str(req)
+                tail = '", "logprobs": null, "finish_reason": %s, "matched_stop": %s}], "usage": null}\n\n' % (
+                    json.dumps(reason), json.dumps(matched))
+            else:
+                tail = '", "logprobs": null, "finish_reason": null, "matched_stop": null}], "usage": null}\n\n'
+            return ("data: " + head + piece + tail).encode()
+
+        def usage(req):
+            if not include_usage:
+                return None
+            return ("data: " + json.dumps({"id": cid, "object": "text_completion", "created": created, "model": model,
+                                           "choices": [], "usage": self._usage(req)}) + "\n\n").encode()
+
+        return await self._stream(request, key, prompt_tokens, max_new, temperature, ignore_eos, chunk, epilogue=usage)
+
+    async def chat_completions(self, request):
+        try:
+            body = await self._json_body(request)
+            messages = body.get("messages")
+            if not isinstance(messages, list) or not messages:
+                raise BadRequest("messages: Field required (a non-empty list of messages)")
+            chars = 0
+            for i, msg in enumerate(messages):
+                if not isinstance(msg, dict) or msg.get("role") not in ("system", "user", "assistant", "tool", "developer"):
+                    raise BadRequest("messages[%d]: each message needs a role of system, user, assistant, tool or developer" % i)
+                content = msg.get("content", "")
+                if isinstance(content, list):
+                    content = " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+                elif content is None:
+                    content = ""
+                elif not isinstance(content, str):
+                    raise BadRequest("messages[%d].content: Input should be a valid string" % i)
+                chars += len(content)
+            # a chat template adds a few tokens per message
+            prompt_tokens = _count_tokens("x" * chars, self.chars_per_token) + 4 * len(messages) + 3
+            key = json.dumps(messages, sort_keys=True)
+            stream, max_new, temperature, ignore_eos, include_usage = self._openai_common(body, None)
+            if max_new is None:
+                max_new = max(1, self.context_len - prompt_tokens)
+            self._check_context(prompt_tokens, max_new)
+        except BadRequest as exc:
+            return openai_error(exc.message)
+        model = body.get("model") or self.args.served_model_name
+        cid = uuid.uuid4().hex
+        created = int(time.time())
+        if not stream:
+            req = self.engine.submit(key, prompt_tokens, max_new, temperature, ignore_eos, lambda r, p, f: None)
+            await self._await_done(request, req)
+            reason, matched = self._finish_str(req)
+            return web.json_response({
+                "id": cid, "object": "chat.completion", "created": created, "model": model,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": req.text.lstrip(" "),
+                                                     "reasoning_content": None, "tool_calls": None},
+                             "logprobs": None, "finish_reason": reason, "matched_stop": matched}],
+                "usage": self._usage(req), "metadata": {"weight_version": "default"}})
+        head = '{"id": "%s", "object": "chat.completion.chunk", "created": %d, "model": %s, "choices": [{"index": 0, "delta": {"content": "' % (
+            cid, created, json.dumps(model))
+
+        def first(req):
+            # SGLang opens a chat stream with the assistant role and empty content
+            return ("data: " + json.dumps({
+                "id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
+                "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
+                             "finish_reason": None, "matched_stop": None}], "usage": None}) + "\n\n").encode()
+
+        def chunk(req, piece, final):
+            if req.text == piece and piece.startswith(" "):
+                piece = piece[1:]
+            if final:
+                reason, matched = self._finish_str(req)
+                tail = '"}, "logprobs": null, "finish_reason": %s, "matched_stop": %s}], "usage": null}\n\n' % (
+                    json.dumps(reason), json.dumps(matched))
+            else:
+                tail = '"}, "logprobs": null, "finish_reason": null, "matched_stop": null}], "usage": null}\n\n'
+            return ("data: " + head + piece + tail).encode()
+
+        def usage(req):
+            if not include_usage:
+                return None
+            return ("data: " + json.dumps({"id": cid, "object": "chat.completion.chunk", "created": created,
+                                           "model": model, "choices": [], "usage": self._usage(req)}) + "\n\n").encode()
+
+        return await self._stream(request, key, prompt_tokens, max_new, temperature, ignore_eos, chunk,
+                                  prologue=first, epilogue=usage)
+
+
+# -- startup ----------------------------------------------------------------------------------
+CUDA_GRAPH_FAILED_SOLUTIONS = (
+    "Possible solutions:\n"
+    "1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)\n"
+    "2. set --cuda-graph-max-bs to a smaller value (e.g., 16)\n"
+    "3. disable torch compile by not using --enable-torch-compile\n"
+    "4. disable CUDA graph by --disable-cuda-graph. (Not recommended. Huge performance loss)\n"
+    "Open an issue on GitHub https://github.com/sgl-project/sglang/issues/new/choose \n"
+)
+
+
+def _scheduler_crash(log, exc_line, where):
+    """What SGLang 0.5.x prints when a scheduler process dies during init."""
+    log.tp("Scheduler hit an exception: Traceback (most recent call last):\n"
+           '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2970, in run_scheduler_process\n'
+           "    scheduler = Scheduler(\n"
+           '  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/model_runner.py", line 0, in %s\n'
+           "%s" % (where, exc_line))
+    log.main("Received sigquit from a child process. It usually means the child failed.")
+
+
+async def _phase(seconds):
+    if seconds > 0:
+        await asyncio.sleep(seconds)
+
+
+async def startup_and_serve(args, profile, cfg, plan, log, warnings):
+    """Go through SGLang's startup phases, then serve until SIGTERM/SIGINT. Returns the exit code."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):
+            pass
+    timing = profile["timing"]
+    load = timing["load_time_s"]
+    hw = profile["hardware"]
+    tp = cfg.tp_size
+
+    async def phases():
+        for w in warnings:
+            log.main(w)
+        log.main("server_args=ServerArgs(%s)" % ", ".join("%s=%r" % kv for kv in sorted(server_args_dict(args).items())))
+        if tp > hw["gpu_count"]:
+            log.tp("Scheduler hit an exception: RuntimeError: CUDA error: invalid device ordinal "
+                   "(tp_size=%d but this machine has %d GPUs)" % (tp, hw["gpu_count"]))
+            log.main("Received sigquit from a child process. It usually means the child failed.")
+            return 1
+        log.tp("Init torch distributed begin.")
+        log.tp("Init torch distributed ends. mem usage=%.2f GB" % hw["runtime_overhead_gib"])
+        for rank in range(tp):
+            log.tp("Load weight begin. avail mem=%.2f GB" % plan["avail_before_weights_gib"], rank)
+        await _phase(load * 0.55)
+        if plan["error"] == "cuda_out_of_memory":
+            _scheduler_crash(log, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate %.2f GiB. GPU 0 has a total "
+                                  "capacity of %.2f GiB of which 0 bytes is free." % (plan["oom_tried_gib"], hw["gpu_memory_gib"]),
+                             "load_model")
+            return 1
+        log.tp("Load weight end. type=%s, dtype=torch.bfloat16, avail mem=%.2f GB, mem usage=%.2f GB."
+               % (profile["model"]["architecture"], plan["avail_after_weights_gib"], plan["weights_gib"]))
+        await _phase(load * 0.05)
+        if plan["error"] == "not_enough_memory":
+            _scheduler_crash(log, "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+                             "init_memory_pool")
+            return 1
+        if plan.get("mamba_slots") is not None:
+            log.tp("Mamba Cache is allocated. max_mamba_cache_size: %d, state size: %.2f GB"
+                   % (plan["mamba_slots"], plan["mamba_gib"]))
+        half = plan["kv_gib"] / 2.0
+        log.tp("KV Cache is allocated. #tokens: %d, K size: %.2f GB, V size: %.2f GB"
+               % (plan["max_total_num_tokens"], half, half))
+        log.tp("Memory pool end. avail mem=%.2f GB" % plan["avail_after_pools_gib"])
+        log.tp("Capture cuda graph begin. This can take up to several minutes. avail mem=%.2f GB" % plan["avail_after_pools_gib"])
+        log.tp("Capture cuda graph bs %s" % plan["capture_bs"])
+        await _phase(load * 0.35)
+        if plan["error"] == "cuda_graph_capture_failed":
+            _scheduler_crash(log, "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate %.2f GiB.\n%s"
+                             % (plan["cuda_graph_gib"], CUDA_GRAPH_FAILED_SOLUTIONS), "init_device_graphs")
+            return 1
+        log.tp("Capture cuda graph end. Time elapsed: %.2f s. mem usage=%.2f GB. avail mem=%.2f GB."
+               % (load * 0.35, plan["cuda_graph_gib"], plan["avail_after_graph_gib"]))
+        context_len = cfg.context_length or profile["model"]["context_length"]
+        log.tp("max_total_num_tokens=%d, chunked_prefill_size=%d, max_prefill_tokens=16384, max_running_requests=%d, "
+               "context_len=%d, available_gpu_mem=%.2f GB"
+               % (plan["max_total_num_tokens"], args.chunked_prefill_size, plan["max_running_requests"], context_len,
+                  plan["avail_after_graph_gib"]))
+        await _phase(load * 0.05)
+        return 0
+
+    phase_task = asyncio.ensure_future(phases())
+    stop_task = asyncio.ensure_future(stop.wait())
+    done, _ = await asyncio.wait([phase_task, stop_task], return_when=asyncio.FIRST_COMPLETED)
+    if stop_task in done:
+        phase_task.cancel()
+        log.main("Received SIGTERM during startup, exiting.")
+        return 0
+    code = phase_task.result()
+    if code:
+        stop_task.cancel()
+        return code
+
+    server = SimServer(args, profile, cfg, plan, log)
+    engine_task = asyncio.ensure_future(server.engine.run())
+    runner = web.AppRunner(server.make_app(), access_log=None, handle_signals=False, shutdown_timeout=1.0)
+    await runner.setup()
+    site = web.TCPSite(runner, args.host, args.port, reuse_address=True)
+    try:
+        await site.start()
+    except OSError as exc:
+        log.main("ERROR: [Errno %d] error while attempting to bind on address ('%s', %d): %s"
+                 % (exc.errno or 0, args.host, args.port, exc.strerror))
+        engine_task.cancel()
+        await runner.cleanup()
+        return 1
+    log.raw("INFO:     Started server process [%d]" % os.getpid())
+    log.raw("INFO:     Waiting for application startup.")
+    log.raw("INFO:     Application startup complete.")
+    log.raw("INFO:     Uvicorn running on http://%s:%d (Press CTRL+C to quit)" % (args.host, args.port))
+
+    async def warmup():
+        await _phase(timing["warmup_s"])
+        req = server.engine.submit(None, 4, 1, 0.0, True, lambda r, p, f: None)
+        await req.done
+        log.raw('INFO:     127.0.0.1:0 - "POST /generate HTTP/1.1" 200 OK')
+        server.ready = True
+        log.main("The server is fired up and ready to roll!")
+
+    warm_task = asyncio.ensure_future(warmup())
+    await stop.wait()
+    log.raw("INFO:     Shutting down")
+    warm_task.cancel()
+    server.engine.stopping = True
+    engine_task.cancel()
+    await runner.cleanup()
+    log.raw("INFO:     Finished server process [%d]" % os.getpid())
+    return 0
+
+
+def serve(args, profile, warnings):
+    """Entry point for a parsed, resolved command line."""
+    log = Logger()
+    cfg = models.SimConfig(
+        tp_size=args.tp_size, dp_size=args.dp_size, kv_cache_dtype=args.kv_cache_dtype,
+        mem_fraction_static=args.mem_fraction_static, max_running_requests=args.max_running_requests,
+        cuda_graph_max_bs=args.cuda_graph_max_bs, context_length=args.context_length,
+        chunked_prefill_size=args.chunked_prefill_size, speculative_algorithm=args.speculative_algorithm,
+        speculative_num_steps=args.speculative_num_steps, speculative_eagle_topk=args.speculative_eagle_topk,
+        speculative_num_draft_tokens=args.speculative_num_draft_tokens)
+    plan = models.memory_plan(profile, cfg)
+    return asyncio.run(startup_and_serve(args, profile, cfg, plan, log, warnings))
