@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-# Copyright: llmops.sglang contributors
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# Copyright: (c) 2026, llmops.sglang contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """systemd, journald, /proc and nvidia-smi helpers for the sglang_service_* modules.
 
 Private to llmops.sglang. Stdlib only, Python 3.8+: it runs on the GPU host.
@@ -15,9 +15,11 @@ import os
 
 SHOW_PROPERTIES = (
     'ActiveState', 'SubState', 'Result', 'NRestarts', 'MainPID', 'ExecMainStatus',
-    'ExecMainStartTimestampMonotonic', 'InvocationID', 'ControlGroup', 'LoadState',
+    'ExecMainStartTimestampMonotonic', 'ExecMainExitTimestampMonotonic', 'InvocationID', 'ControlGroup',
+    'LoadState',
 )
-_INT_PROPERTIES = ('NRestarts', 'MainPID', 'ExecMainStatus', 'ExecMainStartTimestampMonotonic')
+_INT_PROPERTIES = ('NRestarts', 'MainPID', 'ExecMainStatus', 'ExecMainStartTimestampMonotonic',
+                   'ExecMainExitTimestampMonotonic')
 
 
 def parse_show(text):

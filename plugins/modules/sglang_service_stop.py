@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-# Copyright: llmops.sglang contributors
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# Copyright: (c) 2026, llmops.sglang contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import absolute_import, division, print_function
 

