@@ -1,0 +1,140 @@
+"""Command line: SGLang's flags, aliases, speculative rules and startup failures."""
+
+import subprocess
+import sys
+
+import pytest
+
+from sglang_sim import args as sim_args
+from sglang_sim.testing import free_port
+
+
+def parse(argv):
+    args = sim_args.build_parser().parse_args(["--model-path", "m"] + argv)
+    return args, sim_args.resolve(args)
+
+
+def test_aliases_and_prefix():
+    assert parse(["--tp", "4"])[0].tp_size == 4
+    assert parse(["--tensor-parallel-size", "2"])[0].tp_size == 2
+    assert parse(["--dp-size", "2"])[0].dp_size == 2
+    assert sim_args.build_parser().parse_args(["--model", "x"]).model_path == "x"
+
+
+def test_defaults_match_sglang():
+    args, _ = parse([])
+    assert (args.host, args.port, args.kv_cache_dtype, args.watchdog_timeout) == ("127.0.0.1", 30000, "auto", 300)
+    assert args.mem_fraction_static is None and args.max_running_requests is None
+
+
+@pytest.mark.parametrize("argv", [["--no-such-flag"], ["--kv-cache-dtype", "int3"], ["--speculative-algorithm", "MAGIC"],
+                                  ["--tp-size", "four"]])
+def test_bad_flags_fail_like_argparse(argv):
+    with pytest.raises(SystemExit) as exc:
+        parse(argv)
+    assert exc.value.code == 2
+
+
+def test_topk_1_forces_draft_tokens_with_warning():
+    args, warnings = parse(["--speculative-algorithm", "EAGLE", "--speculative-num-steps", "3",
+                            "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "7"])
+    assert args.speculative_num_draft_tokens == 4
+    assert any("speculative_num_draft_tokens is adjusted to speculative_num_steps + 1" in w for w in warnings)
+
+
+def test_max_running_requests_reset_to_48():
+    args, warnings = parse(["--speculative-algorithm", "NEXTN", "--speculative-num-steps", "2", "--speculative-eagle-topk", "1"])
+    assert args.max_running_requests == 48 and args.speculative_algorithm == "EAGLE"
+    assert any(w.startswith("Max running requests is reset to 48 for speculative decoding.") for w in warnings)
+    args, warnings = parse(["--speculative-algorithm", "EAGLE", "--speculative-num-steps", "2", "--speculative-eagle-topk", "1",
+                            "--max-running-requests", "8"])
+    assert args.max_running_requests == 8
+    assert not any("reset to 48" in w for w in warnings)
+
+
+def test_auto_pick_when_none_given():
+    args, _ = parse(["--speculative-algorithm", "EAGLE"])
+    assert (args.speculative_num_steps, args.speculative_eagle_topk, args.speculative_num_draft_tokens) == (3, 1, 4)
+
+
+@pytest.mark.parametrize("argv", [["--speculative-eagle-topk", "1"], ["--speculative-num-draft-tokens", "4"],
+                                  ["--speculative-num-steps", "3"]])
+def test_all_three_or_none(argv):
+    with pytest.raises(ValueError):
+        parse(["--speculative-algorithm", "EAGLE"] + argv)
+
+
+def run_sim(argv, timeout=30):
+    cmd = [sys.executable, "-u", "-m", "sglang_sim", "--model-path", "/m", "--port", str(free_port()),
+           "--sim-profile", "fast"] + argv
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout, universal_newlines=True)
+
+
+SPEC = ["--tp-size", "4", "--speculative-algorithm", "EAGLE", "--speculative-eagle-topk", "1", "--speculative-num-steps"]
+
+
+def test_deep_drafts_die_with_not_enough_memory():
+    proc = run_sim(SPEC + ["10"])
+    assert proc.returncode != 0
+    assert "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static." in proc.stdout
+    assert "Load weight end." in proc.stdout
+    assert "fired up" not in proc.stdout and "KV Cache is allocated" not in proc.stdout
+
+
+def test_cuda_graph_capture_failure_lists_solutions():
+    proc = run_sim(SPEC + ["3", "--mem-fraction-static", "0.98"])
+    assert proc.returncode != 0
+    assert "Capture cuda graph failed" in proc.stdout
+    assert "Possible solutions:" in proc.stdout and "--cuda-graph-max-bs" in proc.stdout
+    assert "Capture cuda graph begin." in proc.stdout
+
+
+def test_weights_that_do_not_fit_are_cuda_oom():
+    proc = run_sim(["--tp-size", "1"])
+    assert proc.returncode != 0 and "torch.OutOfMemoryError: CUDA out of memory" in proc.stdout
+
+
+def test_bad_profile_is_a_clear_error(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("timing:\n  jitter: -2\n")
+    proc = subprocess.run([sys.executable, "-m", "sglang_sim", "--model-path", "m", "--sim-profile", str(bad)],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=30)
+    assert proc.returncode == 2 and "timing.jitter: must be >= 0.0" in proc.stdout
+
+
+def test_startup_log_lines_in_order():
+    from sglang_sim.testing import SimProcess
+
+    with SimProcess(SPEC + ["2", "--speculative-num-draft-tokens", "9"], profile="fast") as sim:
+        log = sim.output()
+    order = ["Max running requests is reset to 48", "speculative_num_draft_tokens is adjusted", "Load weight begin. avail mem=",
+             "Load weight end.", "KV Cache is allocated. #tokens: ", "Capture cuda graph begin.", "Capture cuda graph end.",
+             "max_total_num_tokens=", "Uvicorn running on http://127.0.0.1:", "The server is fired up and ready to roll!"]
+    positions = [log.index(item) for item in order]
+    assert positions == sorted(positions)
+    assert "max_running_requests=" in log
+
+
+def test_bind_failure_exits_nonzero():
+    import socket
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(1)
+    port = sock.getsockname()[1]
+    try:
+        cmd = [sys.executable, "-m", "sglang_sim", "--model-path", "m", "--tp-size", "4", "--port", str(port),
+               "--sim-profile", "fast"]
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=30)
+    finally:
+        sock.close()
+    assert proc.returncode != 0 and "error while attempting to bind" in proc.stdout
+
+
+def test_predict_cli():
+    out = subprocess.run([sys.executable, "-m", "sglang_sim", "predict", "--steps", "2", "--concurrency", "1", "--json"],
+                         stdout=subprocess.PIPE, universal_newlines=True, timeout=30, check=True).stdout
+    import json
+
+    rows = json.loads(out)
+    assert rows[0]["steps"] == 2 and rows[0]["per_request_tok_s"] > 0

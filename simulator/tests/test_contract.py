@@ -1,0 +1,291 @@
+"""Contract tests: every endpoint, streaming and not, against SGLang 0.5.x shapes."""
+
+import json
+import time
+
+import pytest
+
+from conftest import SPEC_ARGS, Client
+from sglang_sim.testing import SimProcess
+
+GEN = {"text": "The capital of France is", "sampling_params": {"max_new_tokens": 24, "temperature": 0, "ignore_eos": True}}
+
+
+def test_health_endpoints_answer_200_when_ready(client):
+    assert client.get("/health")[0] == 200
+    assert client.get("/health_generate")[0] == 200
+
+
+def test_get_model_info_shape(client):
+    info = client.get_json("/get_model_info")
+    assert info["model_path"] == "/models/sim"
+    assert info["is_generation"] is True
+    assert isinstance(info["tokenizer_path"], str)
+
+
+@pytest.mark.parametrize("path", ["/get_server_info", "/server_info"])
+def test_server_info_has_server_args_and_state(client, path):
+    info = client.get_json(path)
+    for key in ("tp_size", "kv_cache_dtype", "speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
+                "speculative_num_draft_tokens", "max_running_requests", "max_total_num_tokens", "mem_fraction_static",
+                "port", "host", "model_path", "served_model_name", "version"):
+        assert key in info, key
+    assert info["tp_size"] == 4
+    assert info["speculative_algorithm"] == "EAGLE"
+    assert (info["speculative_num_steps"], info["speculative_eagle_topk"], info["speculative_num_draft_tokens"]) == (3, 1, 4)
+    assert isinstance(info["max_total_num_tokens"], int) and info["max_total_num_tokens"] > 0
+    assert isinstance(info["max_running_requests"], int) and info["max_running_requests"] > 0
+    assert isinstance(info["internal_states"], list) and len(info["internal_states"]) == 1
+    assert "avg_spec_accept_length" in info["internal_states"][0]
+    assert "last_gen_throughput" in info["internal_states"][0]
+    assert isinstance(info["version"], str)
+
+
+def test_generate_non_streaming(client):
+    status, _, text = client.post("/generate", GEN)
+    assert status == 200
+    out = json.loads(text)
+    meta = out["meta_info"]
+    assert isinstance(out["text"], str) and len(out["text"].split()) == 24
+    assert meta["completion_tokens"] == 24
+    assert meta["finish_reason"] == {"type": "length", "length": 24}
+    assert meta["prompt_tokens"] > 0 and isinstance(meta["cached_tokens"], int)
+    assert isinstance(meta["id"], str)
+    assert 1 <= meta["spec_verify_ct"] <= 23
+    assert isinstance(meta["e2e_latency"], float)
+    for key in ("spec_accept_length", "spec_accept_rate", "spec_accept_token_num", "spec_draft_token_num"):
+        assert key in meta
+    assert 1.0 <= meta["completion_tokens"] / meta["spec_verify_ct"] <= 3 + 1 + 1  # prefill token included
+
+
+def test_generate_streaming_chunks(client):
+    chunks = client.sse("/generate", dict(GEN, stream=True))
+    counts = [c["meta_info"]["completion_tokens"] for c in chunks]
+    assert counts == sorted(counts) and counts[-1] == 24
+    assert counts[0] == 1  # the prefill emits the first token
+    steps = [b - a for a, b in zip(counts, counts[1:])]
+    assert all(1 <= s <= 4 for s in steps)  # 1 .. steps + 1 tokens per decode step
+    for c in chunks[:-1]:
+        assert c["meta_info"]["finish_reason"] is None
+        assert "e2e_latency" not in c["meta_info"]
+    last = chunks[-1]["meta_info"]
+    assert last["finish_reason"]["type"] == "length"
+    assert "e2e_latency" in last and "spec_verify_ct" in last
+    assert last["spec_verify_ct"] == len(chunks) - 1
+    # text is cumulative
+    assert all(chunks[i + 1]["text"].startswith(chunks[i]["text"]) for i in range(len(chunks) - 1))
+    assert len(chunks[-1]["text"].split()) == 24
+
+
+def test_generate_input_ids_and_batch(client):
+    status, _, text = client.post("/generate", {"input_ids": [1, 2, 3, 4, 5], "sampling_params": {"max_new_tokens": 3}})
+    assert status == 200 and json.loads(text)["meta_info"]["prompt_tokens"] == 5
+    status, _, text = client.post("/generate", {"text": ["a b", "c d"], "sampling_params": {"max_new_tokens": 2, "ignore_eos": True}})
+    assert status == 200
+    assert [o["meta_info"]["completion_tokens"] for o in json.loads(text)] == [2, 2]
+
+
+def test_natural_stop_without_ignore_eos(client):
+    reasons = set()
+    for _ in range(6):
+        out = json.loads(client.post("/generate", {"text": "x", "sampling_params": {"max_new_tokens": 2000}})[2])
+        reason = out["meta_info"]["finish_reason"]
+        reasons.add(reason["type"])
+        if reason["type"] == "stop":
+            assert out["meta_info"]["completion_tokens"] < 2000
+            assert "matched" in reason
+    assert "stop" in reasons
+
+
+def test_v1_completions(client):
+    status, _, text = client.post("/v1/completions", {"model": "qwen-sim", "prompt": "Say", "max_tokens": 7, "ignore_eos": True})
+    assert status == 200
+    out = json.loads(text)
+    assert out["object"] == "text_completion"
+    assert out["choices"][0]["finish_reason"] == "length"
+    assert out["usage"]["completion_tokens"] == 7
+    assert out["usage"]["total_tokens"] == out["usage"]["prompt_tokens"] + 7
+
+
+def test_v1_completions_stream_with_usage(client):
+    chunks = client.sse("/v1/completions", {"model": "qwen-sim", "prompt": "Say", "max_tokens": 9, "ignore_eos": True,
+                                            "stream": True, "stream_options": {"include_usage": True}})
+    usage = chunks[-1]
+    assert usage["choices"] == [] and usage["usage"]["completion_tokens"] == 9
+    body = chunks[:-1]
+    assert all(c["object"] == "text_completion" and c["usage"] is None for c in body)
+    assert body[-1]["choices"][0]["finish_reason"] == "length"
+    assert all(c["choices"][0]["finish_reason"] is None for c in body[:-1])
+    assert len("".join(c["choices"][0]["text"] for c in body).split()) == 9
+
+
+def test_v1_chat_completions(client):
+    status, _, text = client.post("/v1/chat/completions", {"model": "qwen-sim", "max_tokens": 5, "ignore_eos": True,
+                                                           "messages": [{"role": "user", "content": "hi"}]})
+    assert status == 200
+    out = json.loads(text)
+    assert out["object"] == "chat.completion"
+    msg = out["choices"][0]["message"]
+    assert msg["role"] == "assistant" and len(msg["content"].split()) == 5
+    assert out["usage"]["completion_tokens"] == 5
+
+
+def test_v1_chat_stream_with_and_without_usage(client):
+    body = {"model": "qwen-sim", "max_tokens": 6, "ignore_eos": True, "stream": True,
+            "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]}
+    chunks = client.sse("/v1/chat/completions", body)
+    assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    assert all(c["object"] == "chat.completion.chunk" for c in chunks)
+    assert chunks[-1]["choices"][0]["finish_reason"] == "length"
+    assert len("".join(c["choices"][0]["delta"].get("content", "") for c in chunks).split()) == 6
+    chunks = client.sse("/v1/chat/completions", dict(body, stream_options={"include_usage": True}))
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] == 6
+    assert chunks[-1]["usage"]["prompt_tokens"] > 0
+
+
+def test_v1_models(client):
+    out = client.get_json("/v1/models")
+    assert out["object"] == "list"
+    assert out["data"][0]["id"] == "qwen-sim" and out["data"][0]["object"] == "model"
+
+
+def test_flush_cache_and_cached_tokens(client):
+    body = {"text": "repeat this prompt please " * 8, "sampling_params": {"max_new_tokens": 1}}
+    first = json.loads(client.post("/generate", body)[2])["meta_info"]
+    second = json.loads(client.post("/generate", body)[2])["meta_info"]
+    assert first["cached_tokens"] == 0
+    assert second["cached_tokens"] == second["prompt_tokens"] - 1
+    status, _, text = client.post("/flush_cache")
+    assert status == 200 and text.startswith("Cache flushed")
+    third = json.loads(client.post("/generate", body)[2])["meta_info"]
+    assert third["cached_tokens"] == 0
+
+
+def test_metrics(client):
+    client.post("/generate", GEN)
+    status, headers, text = client.get("/metrics")
+    assert status == 200 and headers["Content-Type"].startswith("text/plain")
+    for name in ("sglang:spec_accept_length", "sglang:spec_accept_rate", "sglang:gen_throughput", "sglang:num_running_reqs",
+                 "sglang:num_queue_reqs", "sglang:token_usage", "sglang:generation_tokens_total", "sglang:prompt_tokens_total",
+                 "sglang:time_to_first_token_seconds_bucket", "sglang:inter_token_latency_seconds_count",
+                 "sglang:e2e_request_latency_seconds_sum"):
+        assert name in text, name
+    gen_total = [line for line in text.splitlines() if line.startswith("sglang:generation_tokens_total")][0]
+    assert float(gen_total.split()[-1]) >= 24
+
+
+@pytest.mark.parametrize("path,body,fragment", [
+    ("/generate", {"sampling_params": {"max_new_tokens": 1}}, "Either text, input_ids"),
+    ("/generate", {"text": "x", "sampling_params": {"temperature": -1}}, "temperature must be non-negative"),
+    ("/generate", {"text": "x", "sampling_params": {"top_p": 0}}, "top_p must be in (0, 1]"),
+    ("/generate", {"text": "x", "sampling_params": {"max_new_tokens": -1}}, "max_new_tokens must be at least 0"),
+    ("/generate", {"text": "x", "sampling_params": {"max_new_tokens": 10 ** 7}}, "maximum context length"),
+])
+def test_generate_errors_are_sglang_400(client, path, body, fragment):
+    status, _, text = client.post(path, body)
+    assert status == 400
+    err = json.loads(text)
+    assert fragment in err["error"]["message"]
+
+
+@pytest.mark.parametrize("path,body", [
+    ("/v1/chat/completions", {"model": "m", "messages": []}),
+    ("/v1/chat/completions", {"model": "m", "messages": [{"role": "user", "content": "x"}], "temperature": "hot"}),
+    ("/v1/completions", {"model": "m"}),
+    ("/v1/completions", {"model": "m", "prompt": "x", "max_tokens": -3}),
+    ("/generate", {"text": 5}),
+])
+def test_openai_errors_are_400_error_objects(client, path, body):
+    status, _, text = client.post(path, body)
+    assert status == 400
+    err = json.loads(text)
+    assert err["object"] == "error" and err["code"] == 400 and isinstance(err["message"], str)
+
+
+@pytest.mark.parametrize("raw", [b"{not json", b"[1, 2]", b""])
+def test_malformed_json_is_400_not_a_hang(client, raw):
+    status, _, text = client.request("POST", "/v1/chat/completions", raw=raw)
+    assert status == 400
+    assert json.loads(text)["object"] == "error"
+    assert client.request("POST", "/generate", raw=raw)[0] == 400
+
+
+def test_api_key_enforced_except_health():
+    with SimProcess(["--tp-size", "4", "--api-key", "s3cret", "--enable-metrics"], profile="fast") as sim:
+        anon = Client(sim.url)
+        authed = Client(sim.url, api_key="s3cret")
+        assert anon.get("/health")[0] == 200
+        assert anon.get("/health_generate")[0] == 200
+        assert anon.get("/metrics")[0] == 200
+        for path in ("/get_server_info", "/v1/models", "/get_model_info"):
+            status, _, text = anon.get(path)
+            assert status == 401 and json.loads(text) == {"error": "Unauthorized"}
+        assert Client(sim.url, api_key="wrong").post("/generate", GEN)[0] == 401
+        assert authed.post("/generate", GEN)[0] == 200
+        assert authed.get("/get_server_info")[0] == 200
+
+
+def test_health_503_until_ready_and_sigterm_exits_promptly(tmp_path):
+    profile = tmp_path / "slow.yaml"
+    profile.write_text("timing:\n  load_time_s: 0.3\n  warmup_s: 1.5\n")
+    sim = SimProcess(["--tp-size", "4"], profile=str(profile), wait=False).start()
+    try:
+        client = Client(sim.url)
+        deadline = time.time() + 10
+        seen_503 = False
+        while time.time() < deadline:
+            try:
+                status = client.get("/health")[0]
+            except OSError:
+                time.sleep(0.02)
+                continue
+            if status == 503:
+                seen_503 = True
+                assert client.get("/health_generate")[0] == 503
+            if status == 200:
+                break
+            time.sleep(0.05)
+        assert seen_503 and status == 200
+        start = time.time()
+        assert sim.stop() == 0
+        assert time.time() - start < 3
+        log = sim.output()
+        assert "The server is fired up and ready to roll!" in log
+        assert log.index("Uvicorn running on http://127.0.0.1:%d" % sim.port) < log.index("fired up")
+    finally:
+        sim.stop()
+
+
+def test_no_metrics_without_flag():
+    with SimProcess(["--tp-size", "4"], profile="fast") as sim:
+        assert Client(sim.url).get("/metrics")[0] == 404
+
+
+def test_streaming_many_concurrent_requests_and_client_disconnect(spec_server):
+    import asyncio
+
+    import aiohttp
+
+    async def go():
+        async with aiohttp.ClientSession() as session:
+            async def one(i, cut):
+                body = dict(GEN, stream=True, text="q %d" % i)
+                async with session.post(spec_server.url + "/generate", json=body) as resp:
+                    n = 0
+                    async for line in resp.content:
+                        if line.startswith(b"data: "):
+                            n += 1
+                            if cut and n == 2:
+                                return "cut"
+                    return line
+            return await asyncio.gather(*[one(i, i % 3 == 0) for i in range(30)])
+
+    results = asyncio.run(go())
+    assert results.count("cut") == 10
+    # the server keeps serving after the disconnects
+    client = Client(spec_server.url)
+    assert client.post("/generate", GEN)[0] == 200
+    time.sleep(0.3)
+    text = client.get("/metrics")[2]
+    running = [line for line in text.splitlines() if line.startswith("sglang:num_running_reqs")][0]
+    assert float(running.split()[-1]) == 0.0
