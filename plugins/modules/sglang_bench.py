@@ -80,8 +80,9 @@ options:
     default: [1, 2, 4, 8, 16, 32, 64]
   requests_per_level:
     description:
-      - Measured requests per level. Default is four per concurrent worker (at least 8).
-      - Use a multiple of the concurrency so that the last round is full.
+      - Measured requests per level. Default is four per concurrent worker (at least 8), rounded up
+        to whole rounds of min(concurrency, the server's max_running_requests) so that the last round
+        is as full as the others.
       - Mutually exclusive with O(duration_s).
     type: int
   duration_s:
@@ -393,10 +394,20 @@ def validate(module):
     return levels, prompts
 
 
-def requests_for(concurrency, requests_per_level):
+def requests_for(concurrency, requests_per_level, max_running=None):
+    """Measured requests of a level.
+
+    Default: at least four per worker (and 8), rounded up to whole rounds of
+    the requests the server runs at once, min(concurrency,
+    max_running_requests). A last round with fewer requests than the others
+    would run a smaller batch and pull the aggregate down.
+    """
     if requests_per_level:
         return requests_per_level
-    return max(8, 4 * concurrency)
+    running = min(concurrency, max_running) if max_running else concurrency
+    running = max(running, 1)
+    wanted = max(8, 4 * concurrency)
+    return running * ((wanted + running - 1) // running)
 
 
 def _server_summary(info):
@@ -474,7 +485,7 @@ async def run_benchmark(params, levels, prompts, log=None):
             except Exception as exc:  # pylint: disable=broad-except
                 if log:
                     log("flush_cache failed: %s" % exc)
-        n_requests = None if params.get("duration_s") else requests_for(concurrency, params.get("requests_per_level"))
+        n_requests = None if params.get("duration_s") else requests_for(concurrency, params.get("requests_per_level"), max_running)
         run = LevelRun(endpoint, path, parser, make_body, concurrency, n_requests, params["warmup_requests"], params.get("duration_s"))
         duration = await run.run()
         level = summarize_level(concurrency, run.records, duration)
@@ -488,12 +499,12 @@ async def run_benchmark(params, levels, prompts, log=None):
         if run.aborted:
             problems.append("stopped: %s" % run.aborted)
             break
-    workload = describe_workload(params, levels, prompts, model)
+    workload = describe_workload(params, levels, prompts, model, max_running)
     result = {"levels": results, "server": server, "workload": workload}
     return result, ("; ".join(problems) if problems else None)
 
 
-def describe_workload(params, levels, prompts, model):
+def describe_workload(params, levels, prompts, model, max_running=None):
     synthetic = params["workload"] == "synthetic"
     if params["workload"] == "realistic":
         count = len(AGENTIC_CODING_PROMPTS)
@@ -511,7 +522,8 @@ def describe_workload(params, levels, prompts, model):
         "ignore_eos": synthetic,
         "seed": params["seed"],
         "concurrency_levels": levels,
-        "requests_per_level": dict((str(c), requests_for(c, params.get("requests_per_level"))) for c in levels) if not params.get("duration_s") else None,
+        "requests_per_level": (dict((str(c), requests_for(c, params.get("requests_per_level"), max_running)) for c in levels)
+                               if not params.get("duration_s") else None),
         "duration_s": params.get("duration_s"),
         "warmup_requests": params["warmup_requests"],
         "prompt_count": count,

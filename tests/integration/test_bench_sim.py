@@ -1,0 +1,259 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, llmops.sglang contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""sglang_bench against real local servers: the simulator (accuracy, killed mid-run) and small
+scripted servers (down, stalled stream, silent server).
+
+The accuracy test compares the module's figures with what the simulator's own models predict
+(sglang_sim.models.predict) for the profile it runs: no figure is hard-coded here.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import asyncio
+import json
+import math
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+
+try:
+    from ansible_collections.llmops.sglang.plugins.modules import sglang_bench
+    from ansible_collections.llmops.sglang.plugins.module_utils.bench_client import BenchError
+except ImportError:  # plain pytest from the repo root: expose the repo as ansible_collections.llmops.sglang
+    _BASE = os.path.join(tempfile.gettempdir(), "llmops-sglang-pytest")
+    _LINK = os.path.join(_BASE, "ansible_collections", "llmops", "sglang")
+    if not os.path.exists(_LINK):
+        os.makedirs(os.path.dirname(_LINK), exist_ok=True)
+        os.symlink(ROOT, _LINK)
+    sys.path.insert(0, _BASE)
+    from ansible_collections.llmops.sglang.plugins.modules import sglang_bench
+    from ansible_collections.llmops.sglang.plugins.module_utils.bench_client import BenchError
+
+import bench_client_overhead  # noqa: E402  (benchmarks/: the scripted server)
+
+sim_models = pytest.importorskip("sglang_sim.models")
+sim_profile = pytest.importorskip("sglang_sim.profile")
+
+STEPS = 3
+
+# The bundled deterministic profile (no jitter, fixed acceptance) with a near-free prefill.
+# Why: SGLang (and the simulator) run a prefill as soon as a request arrives, so requests of
+# one closed-loop round that arrive a millisecond apart join the batch one decode step apart;
+# predict() models rounds in lock-step. A near-free prefill keeps that arrival spread out of
+# the figures, so what remains between prediction and measurement is the client's own error.
+ACCURACY_PROFILE = """\
+name: bench-accuracy
+seed: 0
+model:
+  natural_output_sigma: 0.0
+timing:
+  load_time_s: 0.3
+  warmup_s: 0.05
+  jitter: 0.0
+  prefill_base_ms: 0.5
+  prefill_token_ms: 0.0
+acceptance:
+  deterministic: true
+"""
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def params(url, **overrides):
+    p = dict(url=url, api="native", api_key=None, model=None, connect_timeout=3.0, request_timeout=60.0,
+             validate_certs=True, requests_per_level=None, duration_s=None, warmup_requests=0, seed=0,
+             workload="synthetic", input_len=64, output_len=256, temperature=0.7, flush_cache=True)
+    p.update(overrides)
+    return p
+
+
+def run(p, levels):
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(sglang_bench.run_benchmark(p, levels, None))
+    finally:
+        loop.close()
+
+
+class Sim:
+    """The simulator as a subprocess on a free port."""
+
+    def __init__(self, profile_path, steps=STEPS):
+        self.port = free_port()
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.log = tempfile.NamedTemporaryFile(prefix="sglang-sim-", suffix=".log", delete=False)
+        profile = sim_profile.load_profile(profile_path)
+        self.tp = profile["hardware"]["gpu_count"]
+        cmd = [sys.executable, "-m", "sglang_sim", "--model-path", "sim/model", "--port", str(self.port),
+               "--tp-size", str(self.tp), "--sim-profile", profile_path,
+               "--speculative-algorithm", "EAGLE", "--speculative-num-steps", str(steps),
+               "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", str(steps + 1)]
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("simulator exited: %s" % open(self.log.name).read()[-2000:])
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=1) as resp:
+                    if resp.status == 200:
+                        return
+            except Exception:  # noqa: BLE001 - still starting
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("simulator did not become ready")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+        os.unlink(self.log.name)
+
+
+@pytest.fixture(scope="module")
+def accuracy_profile(tmp_path_factory):
+    path = tmp_path_factory.mktemp("profile") / "bench-accuracy.yaml"
+    path.write_text(ACCURACY_PROFILE)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def accuracy_sim(accuracy_profile):
+    sim = Sim(accuracy_profile)
+    yield sim
+    sim.stop()
+
+
+@pytest.mark.parametrize("concurrency", [1, 8, 32, 64])
+def test_accuracy_against_the_profile(accuracy_sim, accuracy_profile, concurrency):
+    profile = sim_profile.load_profile(accuracy_profile)
+    cfg = sim_models.SimConfig.for_steps(profile, STEPS)
+    output_len = 256
+    pred = sim_models.predict(profile, cfg, concurrency, 64, output_len)
+    running = pred["running"]
+    # Whole rounds of the batch the server runs at once, at least two.
+    n_requests = running * max(2, int(math.ceil(concurrency / float(running))))
+    result, problem = run(params(accuracy_sim.url, requests_per_level=n_requests, output_len=output_len), [concurrency])
+    assert problem is None
+    level = result["levels"][0]
+    assert level["requests_completed"] == n_requests
+    assert level["requests_failed"] == 0
+    assert level["output_tokens"] == n_requests * output_len
+    assert level["max_running_requests"] == pred["max_running_requests"]
+    assert level["max_total_num_tokens"] == pred["max_total_num_tokens"]
+    assert level["per_request_tok_s"]["median"] == pytest.approx(pred["per_request_tok_s"], rel=0.01)
+    assert level["aggregate_output_tok_s"] == pytest.approx(pred["aggregate_output_tok_s"], rel=0.01)
+    # Fixed acceptance: every request verifies ceil((n - 1) / accept) steps after its prefill token.
+    verify_steps = int(math.ceil((output_len - 1) / pred["accept_length"]))
+    assert level["spec_verify_ct"] == n_requests * verify_steps
+    assert level["accept_length"] == pytest.approx(output_len / float(verify_steps), rel=1e-12)
+    # Per-token ITL: the mean is the decode time per token, i.e. 1 / decode rate, not a chunk gap.
+    assert level["itl_s"]["mean"] == pytest.approx(1.0 / pred["per_request_tok_s"], rel=0.01)
+
+
+def test_accept_length_is_scoped_to_the_level(accuracy_sim, accuracy_profile):
+    """The server's cumulative counter mixes in earlier traffic; the level's figure must not."""
+    # Two-token requests verify once and accept 2: they drag the server's running average down.
+    run(params(accuracy_sim.url, requests_per_level=8, output_len=2), [4])
+    result, _problem = run(params(accuracy_sim.url, requests_per_level=2, output_len=129), [1])
+    level = result["levels"][0]
+    profile = sim_profile.load_profile(accuracy_profile)
+    accept = sim_models.expected_accept_length(profile, sim_models.SimConfig.for_steps(profile, STEPS))
+    verify_steps = int(math.ceil(128 / accept))
+    assert level["spec_verify_ct"] == 2 * verify_steps
+    assert level["accept_length"] == pytest.approx(129.0 / verify_steps, rel=1e-12)
+    with urllib.request.urlopen(accuracy_sim.url + "/get_server_info", timeout=5) as resp:
+        cumulative = json.loads(resp.read())["internal_states"][0]["avg_spec_accept_length"]
+    assert abs(cumulative - level["accept_length"]) > 0.1, "the level must not report the server's cumulative average"
+
+
+def test_server_killed_mid_run(accuracy_profile):
+    sim = Sim(accuracy_profile)
+    try:
+        timer = threading.Timer(1.5, sim.proc.send_signal, args=(signal.SIGKILL,))
+        timer.start()
+        started = time.time()
+        result, problem = run(params(sim.url, requests_per_level=16, output_len=512, request_timeout=20.0), [4, 8])
+        elapsed = time.time() - started
+    finally:
+        sim.stop()
+    assert elapsed < 10, "must not wait for request_timeout when the server is gone"
+    level = result["levels"][0]
+    assert level["requests_failed"] >= 4  # the four in flight died with it
+    assert level["requests_completed"] + level["requests_failed"] <= 16
+    assert level["errors"], "failures come with error samples"
+    assert problem and "failed" in problem and "stopped" in problem
+    assert len(result["levels"]) == 1, "no further level is attempted against a dead server"
+
+
+def test_server_down_fails_clearly():
+    port = free_port()  # nothing listens there
+    started = time.time()
+    with pytest.raises(BenchError, match="not reachable.*127.0.0.1:%d" % port):
+        run(params("http://127.0.0.1:%d" % port), [1])
+    assert time.time() - started < 3
+
+
+def test_server_that_accepts_but_never_answers_times_out():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(8)  # the kernel completes the handshake; nobody ever reads or answers
+        url = "http://127.0.0.1:%d" % sock.getsockname()[1]
+        started = time.time()
+        with pytest.raises(BenchError, match="did not answer"):
+            run(params(url, request_timeout=1.0), [1])
+        assert time.time() - started < 3
+
+
+def test_stalled_stream_times_out_per_request():
+    proc, port, _stats = bench_client_overhead.start_scripted_server(step_s=0.005, accept=2, stall_after_tokens=9)
+    try:
+        started = time.time()
+        result, problem = run(params("http://127.0.0.1:%d" % port, requests_per_level=4, output_len=64,
+                                     request_timeout=1.0), [2])
+        elapsed = time.time() - started
+    finally:
+        proc.terminate()
+        proc.join(5)
+    level = result["levels"][0]
+    assert level["requests_failed"] == 4
+    assert level["requests_completed"] == 0
+    assert any("timed out after request_timeout=1.0s (9 tokens received)" in e for e in level["errors"])
+    assert problem and "4 of 4 requests failed" in problem
+    # two rounds of two stalled requests, each cut at 1 s: bounded by the timeouts, not hanging
+    assert elapsed < 2 * 1.0 + 1.5
+
+
+def test_partial_level_keeps_completed_figures():
+    """A server that dies after some requests: the finished ones still give figures."""
+    proc, port, _stats = bench_client_overhead.start_scripted_server(step_s=0.005, accept=4, die_after_requests=3)
+    try:
+        result, problem = run(params("http://127.0.0.1:%d" % port, requests_per_level=6, output_len=33,
+                                     flush_cache=False), [1])
+    finally:
+        proc.terminate()
+        proc.join(5)
+    level = result["levels"][0]
+    assert level["requests_completed"] == 3
+    assert level["requests_failed"] >= 1
+    assert level["output_tokens"] == 3 * 33
+    assert level["per_request_tok_s"]["median"] == pytest.approx(32 / (8 * 0.005), rel=0.05)
+    assert level["accept_length"] == pytest.approx(33 / 8.0)
+    assert problem
