@@ -1,0 +1,234 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, llmops.sglang contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The real sglang_bench module and spec_bench role, run by ansible / ansible-playbook.
+
+The server is the scripted SGLang-shaped server of benchmarks/bench_client_overhead.py (exact
+token schedule, fault knobs), started on a free port.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BIN = os.path.join(ROOT, ".venv", "bin")
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+
+import bench_client_overhead  # noqa: E402  (benchmarks/: the scripted server)
+
+STEP_S = 0.004
+ACCEPT = 3
+
+
+def _tool(name):
+    path = os.path.join(BIN, name)
+    return path if os.path.exists(path) else name
+
+
+@pytest.fixture(scope="module")
+def collections_path(tmp_path_factory):
+    base = tmp_path_factory.mktemp("collections")
+    link = base / "ansible_collections" / "llmops" / "sglang"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(ROOT)
+    return str(base)
+
+
+@pytest.fixture(scope="module")
+def env(collections_path, tmp_path_factory):
+    e = dict(os.environ)
+    e.update({
+        "ANSIBLE_COLLECTIONS_PATH": collections_path,
+        "ANSIBLE_LOCAL_TEMP": str(tmp_path_factory.mktemp("ansible-tmp")),
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_PYTHON_INTERPRETER": sys.executable,
+        "ANSIBLE_INVENTORY_UNPARSED_WARNING": "false",
+        "ANSIBLE_LOCALHOST_WARNING": "false",
+    })
+    return e
+
+
+@pytest.fixture(scope="module")
+def server():
+    proc, port, _stats = bench_client_overhead.start_scripted_server(step_s=STEP_S, accept=ACCEPT, prefill_s=0.002)
+    yield "http://127.0.0.1:%d" % port
+    proc.terminate()
+    proc.join(5)
+
+
+@pytest.fixture()
+def stalled_server():
+    proc, port, _stats = bench_client_overhead.start_scripted_server(step_s=STEP_S, accept=ACCEPT, stall_after_tokens=4)
+    yield "http://127.0.0.1:%d" % port
+    proc.terminate()
+    proc.join(5)
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def adhoc(env, tmp_path, args, check=False):
+    """Run the module with `ansible localhost -m`; returns (rc, result dict)."""
+    tree = tmp_path / "tree"
+    cmd = [_tool("ansible"), "localhost", "-c", "local", "-m", "llmops.sglang.sglang_bench", "-a", json.dumps(args),
+           "--tree", str(tree)]
+    if check:
+        cmd.append("--check")
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, cwd=str(tmp_path))
+    with open(str(tree / "localhost")) as handle:
+        return proc.returncode, json.load(handle)
+
+
+def playbook(env, tmp_path, text, *extra):
+    path = tmp_path / "play.yml"
+    path.write_text(text)
+    return subprocess.run([_tool("ansible-playbook"), "-c", "local", "-i", "localhost,", str(path)] + list(extra),
+                          env=env, capture_output=True, text=True, timeout=180, cwd=str(tmp_path))
+
+
+def test_module_measures_and_sets_facts(env, tmp_path, server):
+    rc, res = adhoc(env, tmp_path, {"url": server, "concurrency_levels": [1, 3], "requests_per_level": 6,
+                                    "output_len": 31, "input_len": 8})
+    assert rc == 0, res
+    assert res["changed"] is False
+    assert [lvl["concurrency"] for lvl in res["levels"]] == [1, 3]
+    assert res["ansible_facts"]["sglang_bench"]["levels"] == res["levels"]
+    for lvl in res["levels"]:
+        assert lvl["requests_completed"] == 6 and lvl["requests_failed"] == 0
+        assert lvl["output_tokens"] == 6 * 31
+        # 30 decode tokens in 10 steps of STEP_S: the schedule's decode rate.
+        assert lvl["per_request_tok_s"]["median"] == pytest.approx(30 / (10 * STEP_S), rel=0.05)
+        assert lvl["accept_length"] == pytest.approx(31 / 10.0)
+        assert lvl["max_running_requests"] == 48
+        for key in ("ttft_s", "itl_s", "tpot_s", "e2e_latency_s"):
+            assert set(lvl[key]) == {"mean", "p50", "p90", "p99"}
+    assert res["server"]["version"] == "0.5.4-scripted"
+    assert res["server"]["server_args"]["speculative_num_steps"] == 3
+    assert res["workload"]["workload"] == "synthetic" and res["workload"]["ignore_eos"] is True
+
+
+def test_check_mode_sends_no_load(env, tmp_path):
+    rc, res = adhoc(env, tmp_path, {"url": "http://127.0.0.1:%d" % free_port(), "concurrency_levels": [4]}, check=True)
+    assert rc == 0, res
+    assert res["changed"] is False
+    assert "check mode: no load sent" in res["msg"]
+    assert res["levels"] == []
+
+
+BAD_VALUES = [
+    ({"concurrency_levels": [0]}, "concurrency_levels"),
+    ({"concurrency_levels": [4, -2]}, "concurrency_levels"),
+    ({"concurrency_levels": ["abc"]}, "concurrency_levels"),
+    ({"concurrency_levels": [1.5]}, "concurrency_levels"),
+    ({"concurrency_levels": []}, "concurrency_levels"),
+    ({"output_len": 0}, "output_len"),
+    ({"url": "ftp://example.org"}, "url"),
+    ({"url": "http://"}, "url"),
+    ({"url": "http://127.0.0.1:99999"}, "url"),
+    ({"api": "grpc"}, "api"),
+    ({"workload": "file"}, "prompts"),
+]
+
+
+@pytest.mark.parametrize("args,option", BAD_VALUES, ids=[json.dumps(a) for a, _o in BAD_VALUES])
+def test_bad_values_fail_naming_the_option(env, tmp_path, args, option):
+    # The URL points at nothing: a validation failure must come before any connection attempt.
+    full = {"url": "http://127.0.0.1:%d" % free_port(), "connect_timeout": 1}
+    full.update(args)
+    rc, res = adhoc(env, tmp_path, full)
+    assert rc != 0
+    assert option in res["msg"], res["msg"]
+    assert "not reachable" not in res["msg"]
+
+
+def test_unreachable_server_fails_clearly(env, tmp_path):
+    port = free_port()
+    rc, res = adhoc(env, tmp_path, {"url": "http://127.0.0.1:%d" % port, "connect_timeout": 1})
+    assert rc != 0
+    assert "server not reachable" in res["msg"] and str(port) in res["msg"]
+
+
+def test_failures_fail_the_task_unless_told_not_to(env, tmp_path, stalled_server):
+    args = {"url": stalled_server, "concurrency_levels": [2], "requests_per_level": 2, "output_len": 40,
+            "request_timeout": 1, "warmup_requests": 0}
+    rc, res = adhoc(env, tmp_path, args)
+    assert rc != 0
+    assert "2 of 2 requests failed" in res["msg"]
+    assert res["levels"][0]["requests_failed"] == 2  # partial figures come back with the failure
+    args["fail_on_error"] = False
+    rc, res = adhoc(env, tmp_path, args)
+    assert rc == 0 and not res.get("failed")
+    assert res["levels"][0]["requests_failed"] == 2
+    assert "2 of 2 requests failed" in res["msg"]
+
+
+def test_role_writes_result_and_prints_table(env, tmp_path, server):
+    results = tmp_path / "results"
+    proc = playbook(env, tmp_path, """
+- name: Benchmark
+  hosts: all
+  gather_facts: false
+  roles:
+    - role: llmops.sglang.spec_bench
+      vars:
+        spec_bench_url: %s
+        spec_bench_concurrency_levels: [1, 2]
+        spec_bench_requests_per_level: 4
+        spec_bench_output_len: 31
+        spec_bench_input_len: 8
+        spec_bench_results_dir: %s
+  post_tasks:
+    - name: Keep the fact for the test
+      ansible.builtin.copy:
+        content: "{{ spec_bench_result | to_json }}"
+        dest: %s
+        mode: "0644"
+""" % (server, results, tmp_path / "fact.json"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    fact = json.loads((tmp_path / "fact.json").read_text())
+    files = list(results.iterdir())
+    assert len(files) == 1 and str(files[0]) == fact["result_file"]
+    written = json.loads(files[0].read_text())
+    assert written == fact
+    assert written["host"] == "localhost"
+    assert written["sglang_version"] == "0.5.4-scripted"
+    assert written["server_args"]["speculative_num_steps"] == 3
+    assert written["workload"]["workload"] == "synthetic"
+    assert [lvl["concurrency"] for lvl in written["levels"]] == [1, 2]
+    assert written["timestamp"].endswith("Z")
+    # The table: header and one row per level with per-request tok/s, aggregate, TTFT p50, accept length.
+    assert "req tok/s p50" in proc.stdout and "accept" in proc.stdout
+    for lvl in written["levels"]:
+        row = "%6d %13.1f" % (lvl["concurrency"], lvl["per_request_tok_s"]["median"])
+        assert row in proc.stdout
+        assert "%.2f" % lvl["accept_length"] in proc.stdout
+
+
+def test_role_rejects_bad_values_before_any_load(env, tmp_path):
+    proc = playbook(env, tmp_path, """
+- name: Benchmark
+  hosts: all
+  gather_facts: false
+  roles:
+    - role: llmops.sglang.spec_bench
+      vars:
+        spec_bench_url: http://127.0.0.1:%d
+        spec_bench_concurrency_levels: [1, 0]
+        spec_bench_results_dir: %s
+""" % (free_port(), tmp_path / "results"))
+    assert proc.returncode != 0
+    assert "spec_bench_concurrency_levels" in proc.stdout
+    assert "Drive the load" not in proc.stdout
+    assert not (tmp_path / "results").exists()
