@@ -1,0 +1,184 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, llmops.sglang contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Unit tests of sglang_bench's option checks, request planning, workloads and HTTP/SSE parsing."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import asyncio
+import json
+
+import pytest
+
+from ansible_collections.llmops.sglang.plugins.modules import sglang_bench as mod
+from ansible_collections.llmops.sglang.plugins.module_utils import bench_client as bc
+from ansible_collections.llmops.sglang.plugins.module_utils import bench_workloads as bw
+
+
+class TestValidateLevels:
+    @pytest.mark.parametrize("value,expected", [([1, 8, 32], [1, 8, 32]), (["4", 2.0], [4, 2]), ([64], [64])])
+    def test_good(self, value, expected):
+        assert mod.validate_levels(value) == (expected, None)
+
+    @pytest.mark.parametrize("value", [[], [0], [1, -3], ["abc"], [1.5], [True], None, "8"])
+    def test_bad_names_the_option(self, value):
+        levels, err = mod.validate_levels(value)
+        assert levels is None
+        assert err.startswith("concurrency_levels must be a non-empty list of integers >= 1")
+
+
+class TestRequestsFor:
+    def test_explicit_count_wins(self):
+        assert mod.requests_for(64, 10, 17) == 10
+
+    def test_default_is_whole_rounds_of_the_running_batch(self):
+        # 64 workers, 17 running at once: at least 256 requests, rounded up to 17s.
+        assert mod.requests_for(64, None, 17) == 17 * 16
+        assert mod.requests_for(8, None, 48) == 32
+        assert mod.requests_for(1, None, 48) == 8
+        assert mod.requests_for(3, None, None) == 12
+
+
+class TestServerSummary:
+    def test_top_level_and_internal_states(self):
+        info = {"version": "0.5.6", "max_running_requests": 48, "max_total_num_tokens": 1000,
+                "speculative_num_steps": 4, "unrelated": 1,
+                "internal_states": [{"max_running_requests": 21, "avg_spec_accept_length": 3.1}]}
+        server, max_running, max_total = mod._server_summary(info)
+        assert server == {"version": "0.5.6", "server_args": {"max_running_requests": 48, "speculative_num_steps": 4}}
+        assert max_running == 21  # the effective value (master reports it per DP rank)
+        assert max_total == 1000
+
+
+class TestParseBaseUrl:
+    @pytest.mark.parametrize("url,expected", [
+        ("http://127.0.0.1:30000", ("http", "127.0.0.1", 30000, "")),
+        ("https://gpu.example.org/sglang/", ("https", "gpu.example.org", 443, "/sglang")),
+        ("http://[::1]:30001", ("http", "::1", 30001, "")),
+    ])
+    def test_good(self, url, expected):
+        assert bc.parse_base_url(url) == expected
+
+    @pytest.mark.parametrize("url", ["", "127.0.0.1:30000", "ftp://x", "http://", "http://h:99999", "http://h/?q=1"])
+    def test_bad(self, url):
+        with pytest.raises(bc.BenchError, match="url"):
+            bc.parse_base_url(url)
+
+
+class TestWorkloads:
+    def test_synthetic_is_seeded_greedy_and_fixed_length(self):
+        make = bw.body_factory("native", "synthetic", None, 50, 128, 0.7, seed=3)
+        a, b = make(1), make(2)
+        assert a == bw.body_factory("native", "synthetic", None, 50, 128, 0.7, seed=3)(1)
+        assert a["text"] != b["text"]  # no prefix-cache hits between requests
+        assert len(a["text"].split()) == 50
+        assert a["sampling_params"] == {"max_new_tokens": 128, "temperature": 0.0, "ignore_eos": True}
+        assert a["stream"] is True
+
+    def test_realistic_uses_the_shipped_prompts_sampled_with_natural_eos(self):
+        assert len(bw.AGENTIC_CODING_PROMPTS) >= 40
+        make = bw.body_factory("chat", "realistic", "m", 50, 256, 0.7, seed=0)
+        body = make(0)
+        assert body["messages"][0]["content"] in bw.AGENTIC_CODING_PROMPTS
+        assert body["temperature"] == 0.7 and "ignore_eos" not in body
+        assert body["max_tokens"] == 256 and body["model"] == "m"
+        assert body["stream_options"] == {"include_usage": True, "continuous_usage_stats": True}
+
+    def test_file_prompts(self, tmp_path):
+        path = tmp_path / "p.jsonl"
+        path.write_text(json.dumps({"prompt": "hi", "max_tokens": 9}) + "\n\n"
+                        + json.dumps({"messages": [{"role": "user", "content": "yo"}]}) + "\n")
+        prompts = bw.load_prompt_file(str(path))
+        make = bw.body_factory("completions", "file", "m", 1, 64, 0.5, seed=0, prompts=prompts)
+        assert make(0)["prompt"] == "hi" and make(0)["max_tokens"] == 9
+        assert make(1)["prompt"] == "user: yo" and make(1)["max_tokens"] == 64
+
+    def test_bad_prompt_file(self, tmp_path):
+        path = tmp_path / "p.jsonl"
+        path.write_text("{not json}\n")
+        with pytest.raises(ValueError, match="line 1"):
+            bw.load_prompt_file(str(path))
+        with pytest.raises(ValueError, match="item 1"):
+            bw.normalize_prompts([{"text": "x"}])
+
+
+def _sse(events, chunked=True, split_every=None):
+    """An HTTP response body with the given SSE data payloads, optionally cut into odd pieces."""
+    body = b"".join(b"data: " + (e if isinstance(e, bytes) else json.dumps(e).encode()) + b"\n\n" for e in events)
+    if chunked:
+        body = b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in [body[i:i + 37] for i in range(0, len(body), 37)]) + b"0\r\n\r\n"
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+    head += b"transfer-encoding: chunked\r\n\r\n" if chunked else b"\r\n"
+    data = head + body
+    step = split_every or len(data)
+    return [data[i:i + step] for i in range(0, len(data), step)]
+
+
+async def _serve_and_stream(pieces, api="native"):
+    async def handle(reader, writer):
+        await reader.readuntil(b"\r\n\r\n")
+        for piece in pieces:
+            writer.write(piece)
+            await writer.drain()
+            await asyncio.sleep(0)
+        writer.close()
+
+    srv = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = srv.sockets[0].getsockname()[1]
+    ep = bc.Endpoint("http://127.0.0.1:%d" % port, request_timeout=5)
+    rec = bc.RequestRecord()
+    try:
+        await bc.stream_request(ep, bc.API_PATHS[api], {"x": 1}, bc.make_parser(api), rec)
+    finally:
+        srv.close()
+    return rec
+
+
+def _native(n, final=False, verify=None):
+    meta = {"completion_tokens": n, "prompt_tokens": 5, "finish_reason": {"type": "length"} if final else None}
+    if verify is not None:
+        meta["spec_verify_ct"] = verify
+    return {"text": "w" * n, "meta_info": meta}
+
+
+class TestStreamParsing:
+    @pytest.mark.parametrize("chunked", [True, False])
+    @pytest.mark.parametrize("split_every", [None, 1, 7, 50])
+    def test_native_stream_any_framing(self, chunked, split_every):
+        events = [_native(1), _native(4), _native(8, True, 2), b"[DONE]"]
+        rec = asyncio.run(_serve_and_stream(_sse(events, chunked, split_every)))
+        assert rec.counts == [1, 4, 8]
+        assert rec.completion_tokens == 8 and rec.prompt_tokens == 5 and rec.spec_verify_ct == 2
+        assert rec.t_end is not None
+
+    def test_stream_cut_before_done_is_an_error(self):
+        pieces = _sse([_native(1), _native(4)], chunked=False)
+        with pytest.raises(ValueError, match="closed before the stream finished \\(4 tokens"):
+            asyncio.run(_serve_and_stream(pieces))
+
+    def test_error_status_is_reported_with_the_server_message(self):
+        body = json.dumps({"object": "error", "message": "bad max_tokens", "code": 400}).encode()
+        pieces = [b"HTTP/1.1 400 Bad Request\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)]
+        with pytest.raises(ValueError, match="HTTP 400: bad max_tokens"):
+            asyncio.run(_serve_and_stream(pieces))
+
+    def test_openai_chat_with_per_chunk_usage(self):
+        def chunk(content, n, finish=None):
+            return {"choices": [{"delta": {"content": content}, "finish_reason": finish}],
+                    "usage": {"prompt_tokens": 3, "completion_tokens": n}}
+        events = [{"choices": [{"delta": {"role": "assistant", "content": ""}}], "usage": {"completion_tokens": 0}},
+                  chunk("a", 1), chunk("bcd", 4), chunk("ef", 6, "length"),
+                  {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 6}}, b"[DONE]"]
+        rec = asyncio.run(_serve_and_stream(_sse(events), api="chat"))
+        assert rec.per_chunk_counts is True
+        assert rec.counts == [1, 4, 6] and rec.completion_tokens == 6 and rec.finish_reason == "length"
+
+    def test_openai_without_per_chunk_usage_keeps_exact_totals_and_drops_itl(self):
+        events = [{"choices": [{"text": "a"}]}, {"choices": [{"text": "bc"}]}, {"choices": [{"text": "d"}]},
+                  {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 9}}, b"[DONE]"]
+        rec = asyncio.run(_serve_and_stream(_sse(events), api="completions"))
+        assert rec.per_chunk_counts is False
+        assert rec.completion_tokens == 9
+        assert rec.counts == [1, 1, 9]  # first and last content chunk times stay meaningful
