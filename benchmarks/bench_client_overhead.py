@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, llmops.sglang contributors
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """How much does sglang_bench's client cost, and up to what rate is it exact?
 
 Starts a scripted SGLang-shaped server (``ScriptedServer`` below: native
@@ -40,7 +39,7 @@ import os
 import resource
 import socket
 import sys
-import time
+
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-# Copyright: llmops.sglang contributors
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# Copyright: (c) 2026, llmops.sglang contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Streaming HTTP load client for llmops.sglang.sglang_bench (private).
 
 Stdlib only, Python 3.8+: it runs on the GPU host, next to SGLang, with
@@ -459,10 +459,10 @@ class LevelRun:
 
     async def run(self):
         if self.warmup:
-            await asyncio.gather(*[self._warm_worker() for _ in range(min(self.concurrency, self.warmup))])
+            await asyncio.gather(*[self._warm_worker() for _worker in range(min(self.concurrency, self.warmup))])
         self._next = 0
         start = _now()
         deadline = start + self.duration_s if self.duration_s else None
-        await asyncio.gather(*[self._worker(deadline) for _ in range(self.concurrency)])
+        await asyncio.gather(*[self._worker(deadline) for _worker in range(self.concurrency)])
         end = max([r.t_end for r in self.records] or [_now()])
         return end - start

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-# Copyright: llmops.sglang contributors
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# Copyright: (c) 2026, llmops.sglang contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Metric arithmetic for llmops.sglang.sglang_bench (private module_utils).
 
 Stdlib only and Python 3.8 compatible: it runs on the GPU host with whatever

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-# Copyright: llmops.sglang contributors
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# Copyright: (c) 2026, llmops.sglang contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Workloads for llmops.sglang.sglang_bench (private module_utils).
 
 - ``synthetic``: the seed campaign's benchmark. Temperature 0, ignore_eos,
@@ -133,7 +133,7 @@ AGENTIC_CODING_PROMPTS = (
 
 
 def synthetic_prompt(rng, input_len):
-    return " ".join(rng.choice(_WORDS) for _ in range(input_len))
+    return " ".join(rng.choice(_WORDS) for _word in range(input_len))
 
 
 def load_prompt_file(path):

@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-# Copyright: llmops.sglang contributors
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# Copyright: (c) 2026, llmops.sglang contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import absolute_import, division, print_function
 
@@ -32,7 +32,7 @@ description:
     Python standard library (Python 3.8 or later); nothing from SGLang's environment.
   - Sends no load in check mode.
 author:
-  - llmops.sglang contributors
+  - llmops.sglang contributors (@llmops)
 options:
   url:
     description:
@@ -161,6 +161,7 @@ attributes:
     description: Sends no request in check mode.
   diff_mode:
     support: none
+    description: Nothing on the host changes, so there is no diff.
 """
 
 EXAMPLES = r"""

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, llmops.sglang contributors
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The real sglang_bench module and spec_bench role, run by ansible / ansible-playbook.
 
 The server is the scripted SGLang-shaped server of benchmarks/bench_client_overhead.py (exact
@@ -86,7 +86,7 @@ def adhoc(env, tmp_path, args, check=False):
            "--tree", str(tree)]
     if check:
         cmd.append("--check")
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, cwd=str(tmp_path))
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, cwd=str(tmp_path), check=False)
     with open(str(tree / "localhost")) as handle:
         return proc.returncode, json.load(handle)
 
@@ -95,7 +95,7 @@ def playbook(env, tmp_path, text, *extra):
     path = tmp_path / "play.yml"
     path.write_text(text)
     return subprocess.run([_tool("ansible-playbook"), "-c", "local", "-i", "localhost,", str(path)] + list(extra),
-                          env=env, capture_output=True, text=True, timeout=180, cwd=str(tmp_path))
+                          env=env, capture_output=True, text=True, timeout=180, cwd=str(tmp_path), check=False)
 
 
 def test_module_measures_and_sets_facts(env, tmp_path, server):

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, llmops.sglang contributors
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Unit tests of sglang_bench's metric arithmetic (percentiles, multi-token chunks, accept length)."""
 
 from __future__ import absolute_import, division, print_function
@@ -61,13 +61,13 @@ class TestPercentile:
     @pytest.mark.parametrize("pct", [1, 10, 33.3, 50, 90, 99])
     def test_matches_linear_definition_on_random_data(self, pct):
         rng = random.Random(pct)
-        data = [rng.expovariate(3.0) for _ in range(1001)]
+        data = [rng.expovariate(3.0) for _i in range(1001)]
         assert bm.percentile(data, pct) == pytest.approx(_numpy_linear(data, pct))
 
     def test_numpy_if_available(self):
         np = pytest.importorskip("numpy")
         rng = random.Random(7)
-        data = [rng.random() for _ in range(257)]
+        data = [rng.random() for _i in range(257)]
         for pct in (10, 50, 90, 99):
             assert bm.percentile(data, pct) == pytest.approx(float(np.percentile(data, pct)))
 
@@ -91,7 +91,7 @@ class TestPerTokenITL:
     def test_mean_itl_equals_decode_time_per_token(self):
         rng = random.Random(1)
         times, counts, t, n = [], [], 0.0, 0
-        for _ in range(200):
+        for _i in range(200):
             t += rng.uniform(0.01, 0.05)
             n += rng.randint(1, 5)
             times.append(t)
