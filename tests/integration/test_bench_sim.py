@@ -168,19 +168,23 @@ def test_accuracy_against_the_profile(accuracy_sim, accuracy_profile, concurrenc
     assert level["itl_s"]["mean"] == pytest.approx(1.0 / pred["per_request_tok_s"], rel=0.01)
 
 
-def test_accept_length_is_scoped_to_the_level(accuracy_sim, accuracy_profile):
+def test_accept_length_is_scoped_to_the_level(accuracy_profile):
     """The server's cumulative counter mixes in earlier traffic; the level's figure must not."""
-    # Two-token requests verify once and accept 2: they drag the server's running average down.
-    run(params(accuracy_sim.url, requests_per_level=8, output_len=2), [4])
-    result, _problem = run(params(accuracy_sim.url, requests_per_level=2, output_len=129), [1])
+    sim = Sim(accuracy_profile)  # a fresh server: its history is exactly what this test sends
+    try:
+        # Two-token requests verify once and accept 2: they drag the server's running average down.
+        run(params(sim.url, requests_per_level=16, output_len=2), [4])
+        result, _problem = run(params(sim.url, requests_per_level=2, output_len=129), [1])
+        with urllib.request.urlopen(sim.url + "/get_server_info", timeout=5) as resp:
+            cumulative = json.loads(resp.read())["internal_states"][0]["avg_spec_accept_length"]
+    finally:
+        sim.stop()
     level = result["levels"][0]
     profile = sim_profile.load_profile(accuracy_profile)
     accept = sim_models.expected_accept_length(profile, sim_models.SimConfig.for_steps(profile, STEPS))
     verify_steps = int(math.ceil(128 / accept))
     assert level["spec_verify_ct"] == 2 * verify_steps
     assert level["accept_length"] == pytest.approx(129.0 / verify_steps, rel=1e-12)
-    with urllib.request.urlopen(accuracy_sim.url + "/get_server_info", timeout=5) as resp:
-        cumulative = json.loads(resp.read())["internal_states"][0]["avg_spec_accept_length"]
     assert abs(cumulative - level["accept_length"]) > 0.1, "the level must not report the server's cumulative average"
 
 
