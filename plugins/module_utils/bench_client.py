@@ -285,8 +285,13 @@ class _OpenAIParser:
         if usage:
             rec.completion_tokens = usage.get("completion_tokens", rec.completion_tokens)
             rec.prompt_tokens = usage.get("prompt_tokens", rec.prompt_tokens)
-            if usage.get("spec_verify_ct") is not None:
-                rec.spec_verify_ct = usage["spec_verify_ct"]
+        # SGLang 0.5.23 (master, late 2026) answers return_spec_tokens_details with
+        # sglext.spec_tokens_details (a dict, or a list when n > 1); older servers omit it.
+        details = (doc.get("sglext") or {}).get("spec_tokens_details")
+        if isinstance(details, list):
+            details = details[0] if details else None
+        if isinstance(details, dict) and details.get("spec_verify_ct"):
+            rec.spec_verify_ct = details["spec_verify_ct"]
         if has_content:
             if usage:
                 rec.times.append(now)

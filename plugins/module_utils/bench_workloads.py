@@ -209,6 +209,8 @@ def body_factory(api, workload, model, input_len, output_len, temperature, seed,
             "stream": True,
             # continuous_usage_stats: per-chunk usage, so ITL is exact.
             "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+            # SGLang 0.5.23+: per-request spec_verify_ct in sglext (ignored by older servers).
+            "return_spec_tokens_details": True,
         }
         if greedy:
             body["ignore_eos"] = True  # SGLang extension of the OpenAI schema

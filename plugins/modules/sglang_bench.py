@@ -41,9 +41,11 @@ options:
     default: http://127.0.0.1:30000
   api:
     description:
-      - API flavour to drive. C(native) is SGLang's C(/generate) and reports C(spec_verify_ct), so
-        only it yields the accept length; C(completions) is C(/v1/completions); C(chat) is
-        C(/v1/chat/completions) (the server applies the chat template).
+      - API flavour to drive. C(native) is SGLang's C(/generate), which reports C(spec_verify_ct) on
+        every version, so it always yields the accept length; C(completions) is C(/v1/completions);
+        C(chat) is C(/v1/chat/completions) (the server applies the chat template). The OpenAI flavours
+        yield the accept length only from servers that answer C(return_spec_tokens_details)
+        (SGLang 0.5.23 and later).
       - With the OpenAI flavours the module asks for per-chunk usage (C(continuous_usage_stats));
         a server that does not send it still gives exact token counts, TTFT and decode rate, but no ITL.
     type: str
@@ -254,7 +256,9 @@ levels:
       description: End-to-end latency in seconds (mean, p50, p90, p99).
       type: dict
     accept_length:
-      description: Sum of completion_tokens over sum of spec_verify_ct of this level's requests; null without speculative decoding or with an OpenAI flavour.
+      description:
+        - Sum of completion_tokens over sum of spec_verify_ct of this level's requests.
+        - Null without speculative decoding, or with an OpenAI flavour on servers older than SGLang 0.5.23.
       type: float
       sample: 3.42
     spec_verify_ct:

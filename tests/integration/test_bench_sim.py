@@ -261,3 +261,27 @@ def test_partial_level_keeps_completed_figures():
     assert level["per_request_tok_s"]["median"] == pytest.approx(32 / (8 * 0.005), rel=0.05)
     assert level["accept_length"] == pytest.approx(33 / 8.0)
     assert problem
+
+
+def test_realistic_workload_and_openai_flavours(accuracy_sim, accuracy_profile):
+    profile = sim_profile.load_profile(accuracy_profile)
+    cfg = sim_models.SimConfig.for_steps(profile, STEPS)
+    synthetic, _p = run(params(accuracy_sim.url, requests_per_level=4, output_len=200), [2])
+    realistic, problem = run(params(accuracy_sim.url, workload="realistic", requests_per_level=4, output_len=2000), [2])
+    assert problem is None
+    syn, real = synthetic["levels"][0], realistic["levels"][0]
+    assert realistic["workload"]["ignore_eos"] is False and realistic["workload"]["temperature"] == 0.7
+    assert realistic["workload"]["prompt_count"] >= 40
+    # Natural EOS: requests end before the cap; sampled decoding accepts fewer drafts.
+    assert real["requests_completed"] == 4 and real["output_tokens"] < 4 * 2000
+    assert real["accept_length"] < syn["accept_length"]
+    assert syn["accept_length"] == pytest.approx(
+        200.0 / math.ceil(199 / sim_models.expected_accept_length(profile, cfg, greedy=True)))
+    # The OpenAI flavours measure the same server the same way (token counts from usage).
+    for api in ("chat", "completions"):
+        result, problem = run(params(accuracy_sim.url, api=api, requests_per_level=4, output_len=200), [2])
+        assert problem is None
+        level = result["levels"][0]
+        assert result["workload"]["model"] == "sim/model"  # asked /v1/models
+        assert level["output_tokens"] == 4 * 200
+        assert level["per_request_tok_s"]["median"] == pytest.approx(syn["per_request_tok_s"]["median"], rel=0.02)

@@ -85,6 +85,7 @@ class TestWorkloads:
         assert body["temperature"] == 0.7 and "ignore_eos" not in body
         assert body["max_tokens"] == 256 and body["model"] == "m"
         assert body["stream_options"] == {"include_usage": True, "continuous_usage_stats": True}
+        assert body["return_spec_tokens_details"] is True
 
     def test_file_prompts(self, tmp_path):
         path = tmp_path / "p.jsonl"
@@ -170,10 +171,12 @@ class TestStreamParsing:
                     "usage": {"prompt_tokens": 3, "completion_tokens": n}}
         events = [{"choices": [{"delta": {"role": "assistant", "content": ""}}], "usage": {"completion_tokens": 0}},
                   chunk("a", 1), chunk("bcd", 4), chunk("ef", 6, "length"),
-                  {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 6}}, b"[DONE]"]
+                  {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 6},
+                   "sglext": {"spec_tokens_details": {"spec_verify_ct": 2, "spec_accept_length": 3.0}}}, b"[DONE]"]
         rec = asyncio.run(_serve_and_stream(_sse(events), api="chat"))
         assert rec.per_chunk_counts is True
         assert rec.counts == [1, 4, 6] and rec.completion_tokens == 6 and rec.finish_reason == "length"
+        assert rec.spec_verify_ct == 2
 
     def test_openai_without_per_chunk_usage_keeps_exact_totals_and_drops_itl(self):
         events = [{"choices": [{"text": "a"}]}, {"choices": [{"text": "bc"}]}, {"choices": [{"text": "d"}]},
