@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Measure sglang-sim's own fidelity: what it delivers against what its models predict.
 
 Part 1 (fidelity): a simulator with the deterministic variant of the chosen profile and
@@ -23,6 +22,8 @@ import json
 import os
 import sys
 
+import yaml
+
 from sglang_sim import loadgen, models
 from sglang_sim.profile import load_profile
 from sglang_sim.testing import SimProcess, write_profile
@@ -32,8 +33,8 @@ DETERMINISTIC = {"seed": 0, "model": {"natural_output_sigma": 0.0},
                  "acceptance": {"deterministic": True}}
 
 
-def spec_args(steps, extra=()):
-    return ["--tp-size", str(PROFILE["hardware"]["gpu_count"]), "--speculative-algorithm", "EAGLE",
+def spec_args(prof, steps, extra=()):
+    return ["--tp-size", str(prof["hardware"]["gpu_count"]), "--speculative-algorithm", "EAGLE",
             "--speculative-num-steps", str(steps), "--speculative-eagle-topk", "1",
             "--speculative-num-draft-tokens", str(steps + 1)] + list(extra)
 
@@ -42,8 +43,6 @@ def overlay(base_path, extra):
     """A profile file: the chosen profile's non-default fields plus ``extra``."""
     data = {}
     if base_path not in (None, "default"):
-        import yaml  # noqa: PLC0415 - only needed for custom profiles
-
         path = base_path if os.path.exists(base_path) else os.path.join(os.path.dirname(models.__file__), "profiles", base_path + ".yaml")
         with open(path, encoding="utf-8") as handle:
             data = yaml.safe_load(handle) or {}
@@ -60,7 +59,7 @@ def fidelity(opts):
     prof = load_profile(path)
     cfg = models.SimConfig.for_steps(prof, opts.steps)
     rows = []
-    with SimProcess(spec_args(opts.steps), profile=path, cpu=0 if opts.pin else None) as sim:
+    with SimProcess(spec_args(prof, opts.steps), profile=path, cpu=0 if opts.pin else None) as sim:
         for conc in opts.levels:
             pred = models.predict(prof, cfg, conc, opts.input_len, opts.output_len)
             got = loadgen.measure(sim.url, conc, max(3 * conc, opts.min_requests), input_len=opts.input_len,
@@ -88,7 +87,7 @@ def capacity_run(opts, target):
     prof = load_profile(path)
     cfg = models.SimConfig.for_steps(prof, 3, max_running_requests=64)
     pred = models.predict(prof, cfg, 64, 32, opts.capacity_output_len)
-    with SimProcess(spec_args(3, ["--max-running-requests", "64"]), profile=path, cpu=0) as sim:
+    with SimProcess(spec_args(prof, 3, ["--max-running-requests", "64"]), profile=path, cpu=0) as sim:
         got = loadgen.measure(sim.url, 64, 64 * 4, input_len=32, output_len=opts.capacity_output_len)
     os.unlink(path)
     return {"target": target, "step_ms": step_ms, "predicted": pred["aggregate_output_tok_s"],
@@ -112,7 +111,6 @@ def capacity(opts):
 
 
 def main():
-    global PROFILE  # pylint: disable=global-statement
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--profile", default="default", help="profile file or bundled name")
     parser.add_argument("--steps", type=int, default=3)
@@ -128,15 +126,15 @@ def main():
     parser.add_argument("--no-pin", dest="pin", action="store_false", help="do not pin the simulator to CPU 0 in part 1")
     parser.add_argument("--json", help="write the results to this file")
     opts = parser.parse_args()
-    PROFILE = load_profile(opts.profile)
+    prof = load_profile(opts.profile)
     if hasattr(os, "sched_setaffinity") and os.cpu_count() and os.cpu_count() > 1:
         os.sched_setaffinity(0, {1})  # the client on core 1, the simulator on core 0
-    out = {"profile": PROFILE["name"], "steps": opts.steps, "cpus": os.cpu_count()}
+    out = {"profile": prof["name"], "steps": opts.steps, "cpus": os.cpu_count()}
     if not opts.skip_fidelity:
         print("Fidelity: profile %s (deterministic), steps %d, input %d, output %d tokens" % (
-            PROFILE["name"], opts.steps, opts.input_len, opts.output_len))
-        print("%5s %7s %14s %14s %7s %14s %14s %7s %7s" % ("conc", "running", "per-req meas", "per-req pred", "err%",
-                                                          "aggr meas", "aggr pred", "err%", "accept"))
+            prof["name"], opts.steps, opts.input_len, opts.output_len))
+        header = ("conc", "running", "per-req meas", "per-req pred", "err%", "aggr meas", "aggr pred", "err%", "accept")
+        print("%5s %7s %14s %14s %7s %14s %14s %7s %7s" % header)
         rows = fidelity(opts)
         for r in rows:
             print("%5d %7d %14.1f %14.1f %+6.1f%% %14.1f %14.1f %+6.1f%% %7.2f" % (
@@ -158,8 +156,6 @@ def main():
             json.dump(out, handle, indent=2)
     return 0
 
-
-PROFILE = None
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -67,7 +67,7 @@ def test_all_three_or_none(argv):
 def run_sim(argv, timeout=30):
     cmd = [sys.executable, "-u", "-m", "sglang_sim", "--model-path", "/m", "--port", str(free_port()),
            "--sim-profile", "fast"] + argv
-    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout, universal_newlines=True)
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout, universal_newlines=True, check=False)
 
 
 SPEC = ["--tp-size", "4", "--speculative-algorithm", "EAGLE", "--speculative-eagle-topk", "1", "--speculative-num-steps"]
@@ -98,7 +98,7 @@ def test_bad_profile_is_a_clear_error(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("timing:\n  jitter: -2\n")
     proc = subprocess.run([sys.executable, "-m", "sglang_sim", "--model-path", "m", "--sim-profile", str(bad)],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=30)
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=30, check=False)
     assert proc.returncode == 2 and "timing.jitter: must be >= 0.0" in proc.stdout
 
 
@@ -125,7 +125,8 @@ def test_bind_failure_exits_nonzero():
     try:
         cmd = [sys.executable, "-m", "sglang_sim", "--model-path", "m", "--tp-size", "4", "--port", str(port),
                "--sim-profile", "fast"]
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=30)
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=30,
+                              check=False)
     finally:
         sock.close()
     assert proc.returncode != 0 and "error while attempting to bind" in proc.stdout

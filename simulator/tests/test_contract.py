@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from conftest import SPEC_ARGS, Client
+from conftest import Client
 from sglang_sim.testing import SimProcess
 
 GEN = {"text": "The capital of France is", "sampling_params": {"max_new_tokens": 24, "temperature": 0, "ignore_eos": True}}
@@ -42,7 +42,7 @@ def test_server_info_has_server_args_and_state(client, path):
 
 
 def test_generate_non_streaming(client):
-    status, _, text = client.post("/generate", GEN)
+    status, _headers, text = client.post("/generate", GEN)
     assert status == 200
     out = json.loads(text)
     meta = out["meta_info"]
@@ -78,16 +78,16 @@ def test_generate_streaming_chunks(client):
 
 
 def test_generate_input_ids_and_batch(client):
-    status, _, text = client.post("/generate", {"input_ids": [1, 2, 3, 4, 5], "sampling_params": {"max_new_tokens": 3}})
+    status, _headers, text = client.post("/generate", {"input_ids": [1, 2, 3, 4, 5], "sampling_params": {"max_new_tokens": 3}})
     assert status == 200 and json.loads(text)["meta_info"]["prompt_tokens"] == 5
-    status, _, text = client.post("/generate", {"text": ["a b", "c d"], "sampling_params": {"max_new_tokens": 2, "ignore_eos": True}})
+    status, _headers, text = client.post("/generate", {"text": ["a b", "c d"], "sampling_params": {"max_new_tokens": 2, "ignore_eos": True}})
     assert status == 200
     assert [o["meta_info"]["completion_tokens"] for o in json.loads(text)] == [2, 2]
 
 
 def test_natural_stop_without_ignore_eos(client):
     reasons = set()
-    for _ in range(6):
+    for _attempt in range(6):
         out = json.loads(client.post("/generate", {"text": "x", "sampling_params": {"max_new_tokens": 2000}})[2])
         reason = out["meta_info"]["finish_reason"]
         reasons.add(reason["type"])
@@ -98,7 +98,7 @@ def test_natural_stop_without_ignore_eos(client):
 
 
 def test_v1_completions(client):
-    status, _, text = client.post("/v1/completions", {"model": "qwen-sim", "prompt": "Say", "max_tokens": 7, "ignore_eos": True})
+    status, _headers, text = client.post("/v1/completions", {"model": "qwen-sim", "prompt": "Say", "max_tokens": 7, "ignore_eos": True})
     assert status == 200
     out = json.loads(text)
     assert out["object"] == "text_completion"
@@ -120,7 +120,7 @@ def test_v1_completions_stream_with_usage(client):
 
 
 def test_v1_chat_completions(client):
-    status, _, text = client.post("/v1/chat/completions", {"model": "qwen-sim", "max_tokens": 5, "ignore_eos": True,
+    status, _headers, text = client.post("/v1/chat/completions", {"model": "qwen-sim", "max_tokens": 5, "ignore_eos": True,
                                                            "messages": [{"role": "user", "content": "hi"}]})
     assert status == 200
     out = json.loads(text)
@@ -155,7 +155,7 @@ def test_flush_cache_and_cached_tokens(client):
     second = json.loads(client.post("/generate", body)[2])["meta_info"]
     assert first["cached_tokens"] == 0
     assert second["cached_tokens"] == second["prompt_tokens"] - 1
-    status, _, text = client.post("/flush_cache")
+    status, _headers, text = client.post("/flush_cache")
     assert status == 200 and text.startswith("Cache flushed")
     third = json.loads(client.post("/generate", body)[2])["meta_info"]
     assert third["cached_tokens"] == 0
@@ -182,7 +182,7 @@ def test_metrics(client):
     ("/generate", {"text": "x", "sampling_params": {"max_new_tokens": 10 ** 7}}, "maximum context length"),
 ])
 def test_generate_errors_are_sglang_400(client, path, body, fragment):
-    status, _, text = client.post(path, body)
+    status, _headers, text = client.post(path, body)
     assert status == 400
     err = json.loads(text)
     assert fragment in err["error"]["message"]
@@ -196,7 +196,7 @@ def test_generate_errors_are_sglang_400(client, path, body, fragment):
     ("/generate", {"text": 5}),
 ])
 def test_openai_errors_are_400_error_objects(client, path, body):
-    status, _, text = client.post(path, body)
+    status, _headers, text = client.post(path, body)
     assert status == 400
     err = json.loads(text)
     assert err["object"] == "error" and err["code"] == 400 and isinstance(err["message"], str)
@@ -204,7 +204,7 @@ def test_openai_errors_are_400_error_objects(client, path, body):
 
 @pytest.mark.parametrize("raw", [b"{not json", b"[1, 2]", b""])
 def test_malformed_json_is_400_not_a_hang(client, raw):
-    status, _, text = client.request("POST", "/v1/chat/completions", raw=raw)
+    status, _headers, text = client.request("POST", "/v1/chat/completions", raw=raw)
     assert status == 400
     assert json.loads(text)["object"] == "error"
     assert client.request("POST", "/generate", raw=raw)[0] == 400
@@ -218,7 +218,7 @@ def test_api_key_enforced_except_health():
         assert anon.get("/health_generate")[0] == 200
         assert anon.get("/metrics")[0] == 200
         for path in ("/get_server_info", "/v1/models", "/get_model_info"):
-            status, _, text = anon.get(path)
+            status, _headers, text = anon.get(path)
             assert status == 401 and json.loads(text) == {"error": "Unauthorized"}
         assert Client(sim.url, api_key="wrong").post("/generate", GEN)[0] == 401
         assert authed.post("/generate", GEN)[0] == 200

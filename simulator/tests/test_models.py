@@ -82,7 +82,7 @@ def test_acceptance_distribution(prof):
 def test_sampler_matches_expected_mean(prof):
     cfg = models.SimConfig.for_steps(prof, 4)
     sampler = models.AcceptSampler(prof, cfg, True, random.Random(1))
-    draws = [sampler.draw(0.0)[0] for _ in range(20000)]
+    draws = [sampler.draw(0.0)[0] for _draw in range(20000)]
     assert set(draws) <= set(range(1, 6))
     assert abs(sum(draws) / 20000.0 - sampler.mean) < 0.03
 
@@ -92,7 +92,7 @@ def test_deterministic_sampler_is_exact(prof):
     cfg = models.SimConfig.for_steps(det, 3)
     sampler = models.AcceptSampler(det, cfg, True, random.Random(1))
     state, total = 0.0, 0
-    for _ in range(1000):
+    for _step in range(1000):
         n, state = sampler.draw(state)
         total += n
     assert abs(total - 1000 * sampler.mean) <= 1
@@ -115,7 +115,8 @@ def test_predict_is_accept_over_step_at_concurrency_1(prof):
 
 def test_other_profile_other_machine(tmp_path):
     path = tmp_path / "dense.yaml"
-    path.write_text("model:\n  weights_gib: 16\n  state_mib_per_request: 0\n  state_mib_per_draft_token: 0\nhardware:\n  gpu_count: 1\n  gpu_memory_gib: 79.1\n")
+    path.write_text("model:\n  weights_gib: 16\n  state_mib_per_request: 0\n  state_mib_per_draft_token: 0\n"
+                    "hardware:\n  gpu_count: 1\n  gpu_memory_gib: 79.1\n")
     prof = load_profile(str(path))
     cfg = models.SimConfig.for_steps(prof, 3)
     p = models.memory_plan(prof, cfg)

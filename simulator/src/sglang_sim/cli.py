@@ -41,9 +41,9 @@ def predict_main(argv):
         if r.get("error"):
             print("%5d %5d %8s %6s %9s %12s %12s %s" % (r["steps"], r["concurrency"], "-", "-", "-", "-", "-", r["error"]))
         else:
-            print("%5d %5d %8d %6.2f %9.2f %12.1f %12.1f" % (r["steps"], r["concurrency"], r["running"], r["accept_length"],
-                                                           r["step_time_s"] * 1000, r["per_request_tok_s"],
-                                                           r["aggregate_output_tok_s"]))
+            values = (r["steps"], r["concurrency"], r["running"], r["accept_length"], r["step_time_s"] * 1000,
+                      r["per_request_tok_s"], r["aggregate_output_tok_s"])
+            print("%5d %5d %8d %6.2f %9.2f %12.1f %12.1f" % values)
     return 0
 
 

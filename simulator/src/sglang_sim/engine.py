@@ -158,8 +158,8 @@ class Engine(object):
         model = self.profile["model"]
         if model["natural_output_sigma"] == 0:
             return max(1, int(round(model["natural_output_median"])))
-        return max(1, int(round(self.rng.lognormvariate(math.log(model["natural_output_median"]),
-                                                         model["natural_output_sigma"]))))
+        draw = self.rng.lognormvariate(math.log(model["natural_output_median"]), model["natural_output_sigma"])
+        return max(1, int(round(draw)))
 
     def submit(self, prompt_key, prompt_tokens, max_new_tokens, temperature, ignore_eos, sink):
         target = max_new_tokens if ignore_eos else min(max_new_tokens, self.natural_length())
@@ -254,9 +254,9 @@ class Engine(object):
             tokens += new
         self._admitting = batch
         cached = sum(r.cached_tokens for r in batch)
+        values = (len(batch), tokens, cached, self.token_usage(), len(self.running), len(self.waiting))
         self.log("Prefill batch. #new-seq: %d, #new-token: %d, #cached-token: %d, token usage: %.2f, "
-                 "#running-req: %d, #queue-req: %d, " % (len(batch), tokens, cached, self.token_usage(),
-                                                          len(self.running), len(self.waiting)))
+                 "#running-req: %d, #queue-req: %d, " % values)
         return models.prefill_time_s(self.profile, tokens) if batch else 0.0
 
     def _prefill_done(self, now):

@@ -22,7 +22,8 @@ from sglang_sim.engine import Engine
 
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
 DONE = b"data: [DONE]\n\n"
-HTTP_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed", 500: "Internal Server Error", 503: "Service Unavailable"}
+HTTP_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
+                500: "Internal Server Error", 503: "Service Unavailable"}
 FLUSH_MSG = ("Cache flushed.\nPlease check backend logs for more details. "
              "(When there are running or waiting requests, the operation will not be performed.)\n")
 
@@ -198,7 +199,7 @@ class SimServer(object):
             "mem_fraction_static": self.plan["mem_fraction_static"],
             "cuda_graph_max_bs": self.plan["cuda_graph_max_bs"],
             "context_length": self.context_len,
-            "internal_states": [self.internal_state() for _ in range(max(1, self.cfg.dp_size))],
+            "internal_states": [self.internal_state() for _rank in range(max(1, self.cfg.dp_size))],
             "version": self.profile.get("sglang_version") or SGLANG_VERSION,
             # not in SGLang: says plainly that this is the simulator
             "simulator": {"name": "sglang-sim", "version": __version__, "profile": self.profile["name"]},
