@@ -23,7 +23,7 @@ description:
   - Returns a journal cursor taken after the stop, so that a later readiness check reads only
     what the next start logs.
 author:
-  - llmops.sglang contributors
+  - llmops.sglang contributors (@llmops)
 options:
   name:
     description: Name of the systemd unit, with or without the C(.service) suffix.
@@ -35,8 +35,10 @@ options:
     default: 300
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 notes:
   - Runs on the GPU host; needs C(systemctl) and (optionally) C(journalctl) and C(nvidia-smi).

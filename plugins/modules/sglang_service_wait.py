@@ -28,7 +28,7 @@ description:
   - Failures return the same keys as success plus C(diagnosis), so that a C(rescue) can read them
     from C(ansible_failed_result).
 author:
-  - llmops.sglang contributors
+  - llmops.sglang contributors (@llmops)
 options:
   name:
     description: Name of the systemd unit, with or without the C(.service) suffix.
@@ -72,8 +72,10 @@ options:
     default: 2000
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 notes:
   - Runs on the GPU host (stdlib only); needs C(systemctl) and C(journalctl).
