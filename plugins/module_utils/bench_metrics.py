@@ -23,11 +23,13 @@ Definitions (the module's DOCUMENTATION repeats them):
   decoding emits several per step) contributes ``k`` samples of ``gap / k``.
   Extra tokens of the very first chunk count as gaps of 0, so that the mean
   ITL is exactly (t_last_token - t_first_token) / (completion_tokens - 1).
-  (SGLang's bench_serving records one ITL per chunk instead, which
-  overstates ITL by the accept length.)
+  SGLang 0.5.23's bench_serving splits a chunk's gap the same way; older
+  versions (like vLLM's benchmark) recorded one ITL per chunk, which
+  overstates ITL by the accept length.
 - accept length of a level: sum of completion_tokens / sum of spec_verify_ct
   over that level's measured requests (not the server's cumulative
-  ``avg_spec_accept_length``, which includes warm-up and earlier runs).
+  ``avg_spec_accept_length``, which includes warm-up and earlier runs and is
+  what SGLang 0.5.23's bench_serving still prints as "Accept length").
 """
 
 from __future__ import absolute_import, division, print_function
