@@ -22,7 +22,7 @@ def test_aliases_and_prefix():
 
 
 def test_defaults_match_sglang():
-    args, _ = parse([])
+    args, _warnings = parse([])
     assert (args.host, args.port, args.kv_cache_dtype, args.watchdog_timeout) == ("127.0.0.1", 30000, "auto", 300)
     assert args.mem_fraction_static is None and args.max_running_requests is None
 
@@ -53,7 +53,7 @@ def test_max_running_requests_reset_to_48():
 
 
 def test_auto_pick_when_none_given():
-    args, _ = parse(["--speculative-algorithm", "EAGLE"])
+    args, _warnings = parse(["--speculative-algorithm", "EAGLE"])
     assert (args.speculative_num_steps, args.speculative_eagle_topk, args.speculative_num_draft_tokens) == (3, 1, 4)
 
 

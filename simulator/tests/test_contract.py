@@ -5,8 +5,7 @@ import time
 
 import pytest
 
-from conftest import Client
-from sglang_sim.testing import SimProcess
+from sglang_sim.testing import Client, SimProcess
 
 GEN = {"text": "The capital of France is", "sampling_params": {"max_new_tokens": 24, "temperature": 0, "ignore_eos": True}}
 
@@ -120,8 +119,8 @@ def test_v1_completions_stream_with_usage(client):
 
 
 def test_v1_chat_completions(client):
-    status, _headers, text = client.post("/v1/chat/completions", {"model": "qwen-sim", "max_tokens": 5, "ignore_eos": True,
-                                                           "messages": [{"role": "user", "content": "hi"}]})
+    body = {"model": "qwen-sim", "max_tokens": 5, "ignore_eos": True, "messages": [{"role": "user", "content": "hi"}]}
+    status, _headers, text = client.post("/v1/chat/completions", body)
     assert status == 200
     out = json.loads(text)
     assert out["object"] == "chat.completion"

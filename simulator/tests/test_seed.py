@@ -58,6 +58,7 @@ def measured():
     return out
 
 
+@pytest.mark.slow
 def test_seed_per_request_rate_at_concurrency_1(measured):
     for steps, target in SEED_C1.items():
         got = measured[steps][1]["per_request_tok_s"]
@@ -66,16 +67,19 @@ def test_seed_per_request_rate_at_concurrency_1(measured):
     assert ratio < 1.02, ratio
 
 
+@pytest.mark.slow
 def test_seed_max_running_requests(measured):
     for steps, mrr in SEED_MRR.items():
         assert measured[steps]["mrr"] == mrr
 
 
+@pytest.mark.slow
 def test_seed_steps4_beats_steps5_at_concurrency_16(measured):
     s4, s5 = measured[4][16]["aggregate_output_tok_s"], measured[5][16]["aggregate_output_tok_s"]
     assert s4 >= 1.25 * s5, (s4, s5)
 
 
+@pytest.mark.slow
 def test_seed_steps3_leads_at_concurrency_32(measured):
     agg = {s: measured[s][32]["aggregate_output_tok_s"] for s in range(1, 6)}
     assert max(agg, key=agg.get) == 3, agg

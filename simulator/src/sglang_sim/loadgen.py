@@ -102,7 +102,7 @@ async def run_level(url, concurrency, requests, input_len=128, output_len=256, t
     # chunk after warm-up to the moment the last request was sent (the drain tail excluded)
     w_start = min(r["start"] for r in measured)
     w_end = counter["stop"] or max(r["end"] for r in measured)
-    first_chunk = min([t for t, _ in arrivals if t >= w_start] or [w_start])
+    first_chunk = min([t for t, _delta in arrivals if t >= w_start] or [w_start])
     window = [d for t, d in arrivals if first_chunk <= t <= w_end]
     span = w_end - first_chunk
     rates = [r["decode_tok_s"] for r in measured if r["decode_tok_s"]]

@@ -677,7 +677,7 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
 
     phase_task = asyncio.ensure_future(phases())
     stop_task = asyncio.ensure_future(stop.wait())
-    done, _ = await asyncio.wait([phase_task, stop_task], return_when=asyncio.FIRST_COMPLETED)
+    done, _pending = await asyncio.wait([phase_task, stop_task], return_when=asyncio.FIRST_COMPLETED)
     if stop_task in done:
         phase_task.cancel()
         log.main("Received SIGTERM during startup, exiting.")
