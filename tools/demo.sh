@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# `make demo`: the speculative sweep end to end against the simulator on a local systemd test
+# host (inventories/sim, host sim1). The inventory is copied to results/demo-inventory/ first so
+# that pinning the winner does not dirty the committed inventories/sim/host_vars.
+#
+#   tools/demo.sh                 # sweep sim1, print the table, the pinned value and the time split
+#   DEMO_HOSTS="sim1 sim2" tools/demo.sh   # both simulated hosts in parallel
+#   DEMO_KEEP=1 tools/demo.sh     # leave the test hosts running (the winner keeps serving)
+#   DEMO_ARGS='-e sweep_objective=throughput' tools/demo.sh
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+export PATH="$top/.venv/bin:$PATH"
+export ANSIBLE_HOST_KEY_CHECKING=false
+
+hosts=${DEMO_HOSTS:-sim1}
+inv="$top/results/demo-inventory"
+res="$top/results/demo"
+declare -A ssh_port=([sim1]=2230 [sim2]=2231)
+
+cleanup() {
+  if [ -z "${DEMO_KEEP:-}" ]; then
+    # shellcheck disable=SC2086
+    tools/testhost destroy $hosts >/dev/null 2>&1 || true
+  fi
+}
+trap cleanup EXIT
+
+start=$(date +%s.%N)
+for h in $hosts; do
+  tools/testhost create "$h" --ssh-port "${ssh_port[$h]}" >/dev/null
+done
+rm -rf "$inv"
+mkdir -p "$top/results"
+cp -a inventories/sim "$inv"
+
+# shellcheck disable=SC2086
+ansible-playbook -i "$inv" playbooks/sweep.yml --limit "$(echo $hosts | tr ' ' ',')" \
+  -e '{"sweep_steps": [1, 2, 3, 4, 5, 10], "sweep_output_len": 256, "sweep_input_len": 512}' \
+  -e "sweep_results_dir=$res" -e sweep_fresh=true ${DEMO_ARGS:-}
+end=$(date +%s.%N)
+
+for h in $hosts; do
+  echo
+  echo "=== $h: report $res/$h/report/report.md"
+  sed -n '/^## Results/,/^## Verdicts/p' "$res/$h/report/report.md" | sed '$d'
+  echo "=== $h: pinned into $inv/host_vars/$h.yml"
+  grep -E '^sglang_speculative_(num_steps|eagle_topk|num_draft_tokens):' "$inv/host_vars/$h.yml"
+done
+
+# Where the time went: server restarts (start -> ready, as the role measured it), benchmarking
+# (the benchmark's own level durations), everything else (Ansible, SSH, stops, the final deploy).
+python3 - "$res" "$start" "$end" $hosts <<'PY'
+import glob, json, os, sys
+res, start, end, hosts = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4:]
+ready = bench = 0.0
+for h in hosts:
+    for path in glob.glob(os.path.join(res, h, 'measurements', 'steps-*', 'repeat-*.json')):
+        with open(path) as fh:
+            doc = json.load(fh)['result']
+        ready += float((doc.get('deployment') or {}).get('time_to_ready_s') or 0)
+        bench += sum(float(lv.get('duration_s') or 0) for lv in doc.get('levels') or [])
+wall = end - start
+print('\nwall time %.0f s: server restarts (start to ready) %.0f s, benchmarking %.0f s, everything else %.0f s'
+      % (wall, ready, bench, wall - ready - bench))
+PY
