@@ -45,3 +45,15 @@ def test_sampled_accepts_fewer_drafts_than_greedy(sim):
     sampled = loadgen.measure(sim.url, 2, 4, output_len=96, temperature=0.8)
     assert sampled["accept_length"] < greedy["accept_length"] - 1.0
     assert sampled["per_request_tok_s"] < greedy["per_request_tok_s"]
+
+
+def test_random_profile_lands_between_lockstep_and_staggered_bounds():
+    """With random acceptance requests drift apart; measurements stay within the two bounds."""
+    prof = load_profile("fast")
+    cfg = models.SimConfig.for_steps(prof, 3)
+    with SimProcess(ARGS + ["--random-seed", "3"], profile="fast") as proc:
+        got = loadgen.measure(proc.url, 8, 32, input_len=128, output_len=128)
+    pred = models.predict(prof, cfg, 8, input_len=128, output_len=128)
+    assert pred["aggregate_output_tok_s_staggered"] < pred["aggregate_output_tok_s"]
+    assert 0.97 * pred["aggregate_output_tok_s_staggered"] <= got["aggregate_output_tok_s"] <= 1.03 * pred["aggregate_output_tok_s"]
+    assert 0.97 * pred["per_request_tok_s_staggered"] <= got["per_request_tok_s"] <= 1.03 * pred["per_request_tok_s"]

@@ -281,7 +281,10 @@ def predict(profile, cfg, concurrency, input_len=128, output_len=512, greedy=Tru
     Per-request tok/s is the decode rate as SGLang's bench_serving reports it, 1 / TPOT =
     (output tokens - 1) / (e2e latency - TTFT). Aggregate tok/s is all output tokens over the
     wall time, with requests in lock-step (fixed lengths): each round is one prefill batch of
-    the running requests, then the decode steps of the longest.
+    the running requests, then the decode steps of the longest. The ``*_staggered`` values are
+    the other bound, requests completely out of step (each prefill stalls the batch alone);
+    with random acceptance a benchmark lands between the two, with the deterministic profile on
+    the lock-step values.
     """
     plan = memory_plan(profile, cfg)
     if plan["error"]:
@@ -298,8 +301,13 @@ def predict(profile, cfg, concurrency, input_len=128, output_len=512, greedy=Tru
     per_request = decode_tokens / decode_s if decode_s > 0 else 0.0
     prefill = prefill_time_s(profile, running * input_len)
     round_s = prefill + decode_s
-    rounds_per_request_slot = 1.0
-    aggregate = running * output_len / (round_s * rounds_per_request_slot) if round_s > 0 else 0.0
+    aggregate = running * output_len / round_s if round_s > 0 else 0.0
+    # The other bound: requests fully out of step (random acceptance drifts them apart), so
+    # each replacement request is prefilled on its own and stalls the other running requests.
+    single = prefill_time_s(profile, input_len)
+    decode_staggered = decode_s + (running - 1) * single
+    per_request_staggered = decode_tokens / decode_staggered if decode_staggered > 0 else 0.0
+    aggregate_staggered = running * output_len / (decode_staggered + single) if decode_staggered + single > 0 else 0.0
     return {
         "error": None,
         "concurrency": concurrency,
@@ -311,5 +319,7 @@ def predict(profile, cfg, concurrency, input_len=128, output_len=512, greedy=Tru
         "ttft_s": prefill,
         "per_request_tok_s": per_request,
         "aggregate_output_tok_s": aggregate,
+        "per_request_tok_s_staggered": per_request_staggered,
+        "aggregate_output_tok_s_staggered": aggregate_staggered,
         "memory": plan,
     }

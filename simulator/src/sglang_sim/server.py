@@ -156,13 +156,22 @@ class SimServer(object):
         return web.Response(status=200)
 
     async def health_generate(self, request):
+        # SGLang 0.5.x: enqueue a one-token generation and answer 200 as soon as the scheduler
+        # produces any output (a busy server is healthy without waiting in the queue); 503 after 20 s
         if not self.ready:
             return web.Response(status=503)
-        req = self.engine.submit(None, 1, 1, 0.0, True, lambda r, piece, fin: None)
-        try:
-            await asyncio.wait_for(asyncio.shield(req.done), 20)
-        except asyncio.TimeoutError:
-            return web.Response(status=503)
+        engine = self.engine
+        progress = engine.decode_steps
+        req = engine.submit(None, 1, 1, 0.0, True, lambda r, piece, fin: None)
+        deadline = time.monotonic() + 20.0
+        while not req.done.done():
+            if engine.decode_steps != progress:
+                engine.abort(req)
+                break
+            if time.monotonic() > deadline:
+                engine.abort(req)
+                return web.Response(status=503)
+            await asyncio.sleep(0.01)
         return web.Response(status=200)
 
     async def model_info(self, request):
