@@ -232,3 +232,19 @@ def test_role_rejects_bad_values_before_any_load(env, tmp_path):
     assert "spec_bench_concurrency_levels" in proc.stdout
     assert "Drive the load" not in proc.stdout
     assert not (tmp_path / "results").exists()
+
+
+def test_role_in_check_mode_sends_no_load_and_writes_nothing(env, tmp_path):
+    proc = playbook(env, tmp_path, """
+- name: Benchmark
+  hosts: all
+  gather_facts: false
+  roles:
+    - role: llmops.sglang.spec_bench
+      vars:
+        spec_bench_url: http://127.0.0.1:%d
+        spec_bench_results_dir: %s
+""" % (free_port(), tmp_path / "results"), "--check")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "check mode: no load sent" in proc.stdout
+    assert not (tmp_path / "results").exists()
