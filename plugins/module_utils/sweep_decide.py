@@ -19,6 +19,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
+
 OBJECTIVES = ('agentic', 'throughput', 'constrained')
 
 STATUS_OK = 'ok'
@@ -116,6 +118,19 @@ def _per_request(level):
     return prt.get('median')
 
 
+def _median_se(level):
+    """Standard error of a level's median per-request tok/s, from its p10-p90 and request count.
+
+    Normal approximation: sigma ~ (p90 - p10) / 2.563 and SE(median) ~ 1.2533 sigma / sqrt(n).
+    It lets a single run say how precisely it measured, not only repeats.
+    """
+    prt = (level or {}).get('per_request_tok_s') or {}
+    n = (level or {}).get('requests_completed') or 0
+    if prt.get('p10') is None or prt.get('p90') is None or n < 2:
+        return 0.0
+    return 1.2533 * (float(prt['p90']) - float(prt['p10'])) / 2.563 / math.sqrt(n)
+
+
 def _ttft_p99(level):
     return ((level or {}).get('ttft_s') or {}).get('p99')
 
@@ -141,12 +156,13 @@ def score_repeat(levels, objective, params=None):
         for c in AGENTIC_TIEBREAK_LEVELS:
             if c in by_c:
                 ties.append(_per_request(by_c[c]) if level_ok(by_c[c]) else None)
-        return {'score': score, 'tiebreak': ties, 'at': 1}
+        return {'score': score, 'tiebreak': ties, 'at': 1, 'se': _median_se(lv) if score is not None else 0.0}
     if objective == 'throughput':
         c = p['throughput_concurrency']
         lv = by_c.get(c)
         score = lv.get('aggregate_output_tok_s') if level_ok(lv) else None
-        return {'score': score, 'tiebreak': [], 'at': c}
+        # One aggregate figure per run: its noise shows only across repeats.
+        return {'score': score, 'tiebreak': [], 'at': c, 'se': 0.0}
     if objective == 'constrained':
         best, at = None, None
         for c in sorted(by_c):
@@ -164,7 +180,7 @@ def score_repeat(levels, objective, params=None):
             agg = lv.get('aggregate_output_tok_s')
             if agg is not None and (best is None or agg > best):
                 best, at = agg, c
-        return {'score': best, 'tiebreak': [], 'at': at}
+        return {'score': best, 'tiebreak': [], 'at': at, 'se': 0.0}
     raise SweepError('sweep_objective must be one of %s, got %r' % (', '.join(OBJECTIVES), objective))
 
 
@@ -180,11 +196,14 @@ def summarize(config, objective, params=None):
         ties.append(median(column))
         tie_spreads.append(spread(column))
     ats = [s['at'] for s in scored if s['at'] is not None]
+    ses = [s.get('se') or 0.0 for s in scored]
     return {
         'steps': config['steps'],
         # A configuration qualifies only if every repeat does: one bad run is not hidden by a median.
         'score': median(qualified) if qualified and len(qualified) == len(scores) else None,
         'spread': spread(qualified),
+        # Within-run precision; repeats shrink it like the standard error of a mean.
+        'se': (median(ses) or 0.0) / math.sqrt(len(ses)) if ses else 0.0,
         'tiebreak': ties,
         'tiebreak_spread': tie_spreads,
         'at': median(ats) if ats else None,
@@ -203,7 +222,7 @@ def _fmt(value):
 
 
 def beats(larger, smaller, margin):
-    """Whether ``larger`` (more steps) beats ``smaller`` by more than ``margin`` and the spread.
+    """Whether ``larger`` (more steps) beats ``smaller`` by more than ``margin`` and the measured spread.
 
     Returns ``(wins, why)``: the reason says which figure decided.
     """
@@ -211,7 +230,10 @@ def beats(larger, smaller, margin):
         gain = _gain(new, old)
         return gain is not None and gain > margin and (new - old) > noise
 
-    noise = max(larger['spread'], smaller['spread'])
+    # The measured spread: the range of either side's repeats, or twice the standard error of the
+    # difference (about a 95% band) from the runs' own per-request dispersion, whichever is larger.
+    noise = max(larger['spread'], smaller['spread'],
+                2.0 * math.sqrt((larger.get('se') or 0.0) ** 2 + (smaller.get('se') or 0.0) ** 2))
     if _clears(larger['score'], smaller['score'], noise):
         return True, 'beats steps %d by %+.1f%% (%s vs %s; margin %.1f%%, spread %s)' % (
             smaller['steps'], 100 * _gain(larger['score'], smaller['score']), _fmt(larger['score']),

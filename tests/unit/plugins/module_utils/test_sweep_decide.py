@@ -250,3 +250,26 @@ def test_table_rows_are_medians_and_carry_failures():
     assert first['per_request_tok_s'] == 110 and first['repeats'] == 3
     last = rows[-1]
     assert last['steps'] == 10 and last['status'] == 'failed' and last['note'] == 'not_enough_memory'
+
+
+def dispersed(c, median, p10, p90, n=8):
+    lv = level(c, median, median)
+    lv['per_request_tok_s'].update(p10=p10, p90=p90)
+    lv['requests_completed'] = n
+    return lv
+
+
+def test_single_run_dispersion_counts_as_measured_spread():
+    # What the simulator measured for steps 4 and 5 at concurrency 1 (8 requests each): 5 is
+    # +4.9% by its median, but the per-request spread says the runs cannot tell them apart.
+    four = {'steps': 4, 'status': 'ok', 'repeats': [{'levels': [dispersed(1, 267.1, 263.7, 284.6)]}]}
+    five = {'steps': 5, 'status': 'ok', 'repeats': [{'levels': [dispersed(1, 280.2, 253.4, 289.2)]}]}
+    result = sd.decide([four, five], 'agentic')
+    assert result['winner'] == 4
+    # Tight runs with the same medians: the gain is real and 5 wins.
+    four_tight = {'steps': 4, 'status': 'ok', 'repeats': [{'levels': [dispersed(1, 267.1, 266.0, 268.0, n=32)]}]}
+    five_tight = {'steps': 5, 'status': 'ok', 'repeats': [{'levels': [dispersed(1, 280.2, 279.0, 281.0, n=32)]}]}
+    assert sd.decide([four_tight, five_tight], 'agentic')['winner'] == 5
+    # A big gain clears the dispersion (steps 3 -> 4 in the same measurement).
+    three = {'steps': 3, 'status': 'ok', 'repeats': [{'levels': [dispersed(1, 226.7, 222.9, 239.0)]}]}
+    assert sd.decide([three, four], 'agentic')['winner'] == 4
