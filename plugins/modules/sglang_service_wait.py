@@ -250,15 +250,19 @@ def crash_reason(first, now):
 
 
 def fetch_server_info(base, api_key):
+    """(info dict or None, last HTTP status)."""
     # /get_server_info on 0.5.x; master renamed it /server_info and keeps the old name.
+    status = 0
     for path in ('/get_server_info', '/server_info'):
         status, body = http_get(base + path, api_key, timeout=30)
         if status == 200:
             try:
-                return json.loads(body)
+                return json.loads(body), status
             except ValueError:
-                return None
-    return None
+                return None, status
+        if status in (401, 403):
+            break
+    return None, status
 
 
 def server_fact(info, key):
@@ -343,10 +347,11 @@ def main():
     if ready_mono_us and start_us:
         result['time_to_ready_s'] = round((ready_mono_us - start_us) / 1e6, 2)
 
-    info = fetch_server_info(base, p['api_key'])
+    info, status = fetch_server_info(base, p['api_key'])
     if info is None:
-        fail('answers /health_generate but not /get_server_info.', mismatch_diagnosis(
-            [{'key': 'get_server_info', 'expected': 'a JSON answer', 'actual': None}]), read_journal())
+        hint = ' (is api_key the server\'s --api-key?)' if status in (401, 403) else ''
+        fail('answers /health_generate but /get_server_info gave HTTP %s%s.' % (status, hint), mismatch_diagnosis(
+            [{'key': 'get_server_info', 'expected': 'HTTP 200 with JSON', 'actual': status}]), read_journal())
     result['version'] = info.get('version')
     result['max_running_requests'] = server_fact(info, 'max_running_requests')
     result['max_total_num_tokens'] = server_fact(info, 'max_total_num_tokens')
