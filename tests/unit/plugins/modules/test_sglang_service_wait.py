@@ -17,8 +17,8 @@ def test_running_is_not_a_crash():
 def test_crash_seen_through_restart_policy():
     first = state()
     # Restart=on-failure: between attempts the unit is activating/auto-restart, not failed
-    assert "restarting" in crash_reason(first, state(ActiveState="activating", SubState="auto-restart", MainPID=0,
-                                                      Result="exit-code", ExecMainStatus=1))
+    between_attempts = state(ActiveState="activating", SubState="auto-restart", MainPID=0, Result="exit-code", ExecMainStatus=1)
+    assert "restarting" in crash_reason(first, between_attempts)
     assert "restarted" in crash_reason(first, state(NRestarts=1, MainPID=200))
     assert "changed" in crash_reason(first, state(MainPID=200))
     assert "failed" in crash_reason(first, state(ActiveState="failed", SubState="failed", MainPID=0, Result="exit-code"))

@@ -28,8 +28,8 @@ def _trust(value):
     return value
 
 
-def render(name, **overrides):
-    """Render templates/<name> with defaults < vars/main.yml < overrides (role precedence)."""
+def render(name, overrides):
+    """Render templates/<name> with defaults < overrides < vars/main.yml (role precedence)."""
     variables = dict(_load("defaults/main.yml"))
     variables.update(overrides)
     variables.update(_load("vars/main.yml"))
@@ -56,7 +56,7 @@ def unit_sections(text):
         if line.startswith("["):
             current = sections.setdefault(line.strip("[]"), {})
             continue
-        key, _, value = line.partition("=")
+        key, dummy, value = line.partition("=")
         current[key.strip()] = value.strip()
     return sections
 
@@ -99,7 +99,7 @@ def env_file(text):
     for line in text.splitlines():
         if line.startswith("#") or not line.strip():
             continue
-        key, _, value = line.partition("=")
+        key, dummy, value = line.partition("=")
         env[key] = _systemd_env_value(value)
     return env
 
@@ -120,7 +120,7 @@ SEED = dict(
 
 
 def test_seed_configuration_flags():
-    argv = exec_argv(render("sglang.service.j2", **SEED))
+    argv = exec_argv(render("sglang.service.j2", SEED))
     assert argv[:3] == ["/opt/sglang/venv/bin/python", "-m", "sglang.launch_server"]
     f = flags(argv)
     assert f["--model-path"] == "/models/Qwen3.5-122B-A10B-FP8"
@@ -143,13 +143,13 @@ def test_seed_configuration_flags():
 
 @pytest.mark.parametrize("steps", [1, 2, 3, 5, 10])
 def test_draft_tokens_follow_steps_with_topk_1(steps):
-    f = flags(exec_argv(render("sglang.service.j2", **dict(SEED, sglang_speculative_num_steps=steps))))
+    f = flags(exec_argv(render("sglang.service.j2", dict(SEED, sglang_speculative_num_steps=steps))))
     assert f["--speculative-num-steps"] == str(steps)
     assert f["--speculative-num-draft-tokens"] == str(steps + 1)
 
 
 def test_explicit_tree_drafting():
-    f = flags(exec_argv(render("sglang.service.j2", **dict(
+    f = flags(exec_argv(render("sglang.service.j2", dict(
         SEED, sglang_speculative_algorithm="EAGLE3", sglang_speculative_num_steps=5,
         sglang_speculative_eagle_topk=8, sglang_speculative_num_draft_tokens=32,
         sglang_speculative_draft_model_path="/models/eagle3 draft"))))
@@ -160,13 +160,13 @@ def test_explicit_tree_drafting():
 
 
 def test_no_speculative_block_without_algorithm():
-    f = flags(exec_argv(render("sglang.service.j2", sglang_model_path="/m")))
+    f = flags(exec_argv(render("sglang.service.j2", {"sglang_model_path": "/m"})))
     assert not [k for k in f if k.startswith("--speculative")]
     assert f["--tp-size"] == "1" and f["--kv-cache-dtype"] == "auto"
 
 
 def test_tuning_knobs_and_extra_args():
-    argv = exec_argv(render("sglang.service.j2", **dict(
+    argv = exec_argv(render("sglang.service.j2", dict(
         SEED, sglang_dp_size=2, sglang_mem_fraction_static=0.88, sglang_max_running_requests=32,
         sglang_cuda_graph_max_bs=64, sglang_context_length=131072, sglang_chunked_prefill_size=-1,
         sglang_attention_backend="flashinfer", sglang_trust_remote_code=True, sglang_enable_metrics=False,
@@ -189,7 +189,7 @@ def test_tuning_knobs_and_extra_args():
 
 
 def test_simulator_launch_and_profile():
-    argv = exec_argv(render("sglang.service.j2", **dict(
+    argv = exec_argv(render("sglang.service.j2", dict(
         SEED, sglang_launch_module="sglang_sim", sglang_sim_profile="/controller/profile.yaml",
         sglang_service_name="sglang-qwen")))
     assert argv[:3] == ["/opt/sglang/venv/bin/python", "-m", "sglang_sim"]
@@ -198,13 +198,13 @@ def test_simulator_launch_and_profile():
 
 
 def test_existing_interpreter():
-    argv = exec_argv(render("sglang.service.j2", **dict(
+    argv = exec_argv(render("sglang.service.j2", dict(
         SEED, sglang_python_source="existing", sglang_python="/srv/conda/envs/sglang/bin/python3")))
     assert argv[0] == "/srv/conda/envs/sglang/bin/python3"
 
 
 def test_unit_settings():
-    s = unit_sections(render("sglang.service.j2", **dict(
+    s = unit_sections(render("sglang.service.j2", dict(
         SEED, sglang_service_name="sglang-qwen", sglang_service_user="llm", sglang_service_group="gpu",
         sglang_memory_max="200G", sglang_limit_memlock="infinity", sglang_limit_nofile=65536)))
     svc, unit = s["Service"], s["Unit"]
@@ -219,24 +219,24 @@ def test_unit_settings():
     # a crash loop must end in a failed unit
     assert int(unit["StartLimitBurst"]) >= 1 and int(unit["StartLimitIntervalSec"]) > int(svc["RestartSec"]) * int(unit["StartLimitBurst"])
     assert s["Install"]["WantedBy"] == "multi-user.target"
-    assert "MemoryMax" not in unit_sections(render("sglang.service.j2", **SEED))["Service"]
+    assert "MemoryMax" not in unit_sections(render("sglang.service.j2", SEED))["Service"]
 
 
 def test_api_key_only_in_environment_file():
     key = "sk-very$ecret\"key"
-    unit = render("sglang.service.j2", **dict(SEED, sglang_api_key=key))
+    unit = render("sglang.service.j2", dict(SEED, sglang_api_key=key))
     assert key not in unit and "ecret" not in unit
     argv = exec_argv(unit)
     # systemd substitutes ${SGLANG_API_KEY} from the environment file at start
     assert argv[argv.index("--api-key") + 1] == "${SGLANG_API_KEY}"
-    env = env_file(render("sglang.env.j2", **dict(SEED, sglang_api_key=key)))
+    env = env_file(render("sglang.env.j2", dict(SEED, sglang_api_key=key)))
     assert env["SGLANG_API_KEY"] == key
-    assert "--api-key" not in exec_argv(render("sglang.service.j2", **SEED))
-    assert "SGLANG_API_KEY" not in env_file(render("sglang.env.j2", **SEED))
+    assert "--api-key" not in exec_argv(render("sglang.service.j2", SEED))
+    assert "SGLANG_API_KEY" not in env_file(render("sglang.env.j2", SEED))
 
 
 def test_environment_file():
-    env = env_file(render("sglang.env.j2", **dict(SEED, sglang_environment={"HF_HOME": "/data/hf", "SGLANG_X": "a b"})))
+    env = env_file(render("sglang.env.j2", dict(SEED, sglang_environment={"HF_HOME": "/data/hf", "SGLANG_X": "a b"})))
     assert env["CUDA_HOME"] == "/usr/local/cuda-13.0"
     assert env["LD_LIBRARY_PATH"] == "/usr/local/cuda-13.0/lib64"
     assert env["CUDA_VISIBLE_DEVICES"] == "0,1,2,3"
@@ -247,5 +247,5 @@ def test_environment_file():
 
 
 def test_environment_file_minimal_and_explicit_path():
-    env = env_file(render("sglang.env.j2", sglang_model_path="/m", sglang_env_path="/usr/bin:/bin"))
+    env = env_file(render("sglang.env.j2", {"sglang_model_path": "/m", "sglang_env_path": "/usr/bin:/bin"}))
     assert env == {"PATH": "/usr/bin:/bin"}
