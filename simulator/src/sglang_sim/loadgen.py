@@ -9,6 +9,7 @@ i.e. 1 / TPOT as SGLang's bench_serving reports it) and the server's spec_verify
 
 import asyncio
 import json
+import random
 import statistics
 import time
 
@@ -71,6 +72,7 @@ async def run_level(url, concurrency, requests, input_len=128, output_len=256, t
     """Closed loop at ``concurrency`` until ``requests`` requests completed (after ``warmup``)."""
     headers = {"Authorization": "Bearer " + api_key} if api_key else {}
     prompt = " ".join(["word"] * max(1, input_len - 1))
+    nonce = "%08x" % random.getrandbits(32)  # unique prompts per run: no radix-cache hits from earlier runs
     results = []
     arrivals = []
     counter = {"sent": 0, "stop": None}
@@ -84,7 +86,7 @@ async def run_level(url, concurrency, requests, input_len=128, output_len=256, t
                 counter["sent"] += 1
                 if counter["sent"] == total:
                     counter["stop"] = time.perf_counter()
-                body = {"text": "%d %s" % (idx, prompt), "stream": True,
+                body = {"text": "%s-%d %s" % (nonce, idx, prompt), "stream": True,
                         "sampling_params": {"max_new_tokens": output_len, "temperature": temperature,
                                             "ignore_eos": ignore_eos}}
                 res = await _one(session, url, body, headers, arrivals)

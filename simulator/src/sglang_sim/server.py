@@ -615,6 +615,16 @@ def _scheduler_crash(log, exc_line, where):
     log.main("Received sigquit from a child process. It usually means the child failed.")
 
 
+def _memory_hint(log, plan):
+    """A plainly marked simulator line (not SGLang's) saying where the memory model ran out."""
+    log.raw("[sglang-sim] memory model per GPU: total %.2f GiB, weights %.2f GiB, outside the static pool %.2f GiB "
+            "(1 - mem_fraction_static %.3f), speculative buffers %.2f GiB (cuda_graph_max_bs %d x %d draft tokens), "
+            "left for the state and KV pools %.2f GiB"
+            % (plan["total_gib"], plan["weights_gib"], plan["total_gib"] * (1 - plan["mem_fraction_static"]),
+               plan["mem_fraction_static"], plan.get("spec_buffers_gib", 0.0), plan["cuda_graph_max_bs"],
+               plan["draft_tokens"], plan.get("pool_gib", plan["avail_after_weights_gib"])))
+
+
 async def _phase(seconds):
     if seconds > 0:
         await asyncio.sleep(seconds)
@@ -652,6 +662,8 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
             _scheduler_crash(log, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate %.2f GiB. GPU 0 has a total "
                                   "capacity of %.2f GiB of which 0 bytes is free." % (plan["oom_tried_gib"], hw["gpu_memory_gib"]),
                              "load_model")
+            log.raw("[sglang-sim] %.2f GiB of weights per GPU do not fit in %.2f GiB: raise --tp-size (the profile has %d GPUs)"
+                    % (plan["weights_gib"], plan["avail_before_weights_gib"], hw["gpu_count"]))
             return 1
         log.tp("Load weight end. type=%s, dtype=torch.bfloat16, avail mem=%.2f GB, mem usage=%.2f GB."
                % (profile["model"]["architecture"], plan["avail_after_weights_gib"], plan["weights_gib"]))
@@ -659,6 +671,7 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
         if plan["error"] == "not_enough_memory":
             _scheduler_crash(log, "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
                              "init_memory_pool")
+            _memory_hint(log, plan)
             return 1
         if plan.get("mamba_slots") is not None:
             log.tp("Mamba Cache is allocated. max_mamba_cache_size: %d, state size: %.2f GB"
@@ -673,6 +686,8 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
         if plan["error"] == "cuda_graph_capture_failed":
             _scheduler_crash(log, "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate %.2f GiB.\n%s"
                              % (plan["cuda_graph_gib"], CUDA_GRAPH_FAILED_SOLUTIONS), "init_device_graphs")
+            log.raw("[sglang-sim] CUDA graphs need %.2f GiB, %.2f GiB is left outside the static pool after activations"
+                    % (plan["cuda_graph_gib"], plan["graph_room_gib"]))
             return 1
         log.tp("Capture cuda graph end. Time elapsed: %.2f s. mem usage=%.2f GB. avail mem=%.2f GB."
                % (load * 0.35, plan["cuda_graph_gib"], plan["avail_after_graph_gib"]))
