@@ -1,0 +1,119 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, llmops.sglang contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Unit tests of the host_vars pin (round trip, comments kept, no change when equal) and the report."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import csv
+import io
+import json
+import os
+import sys
+import tempfile
+
+try:
+    from ansible_collections.llmops.sglang.plugins.module_utils import sweep_pin, sweep_report, sweep_decide
+except ImportError:  # plain pytest from the repo root: expose the repo as ansible_collections.llmops.sglang
+    _ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
+    _BASE = os.path.join(tempfile.gettempdir(), 'llmops-sglang-pytest')
+    _LINK = os.path.join(_BASE, 'ansible_collections', 'llmops', 'sglang')
+    if not os.path.exists(_LINK):
+        os.makedirs(os.path.dirname(_LINK), exist_ok=True)
+        os.symlink(_ROOT, _LINK)
+    sys.path.insert(0, _BASE)
+    from ansible_collections.llmops.sglang.plugins.module_utils import sweep_pin, sweep_report, sweep_decide
+
+import yaml
+
+USER_FILE = """---
+# Connection settings: keep me
+ansible_host: 10.0.0.5  # the GPU box
+team: inference   # owner
+sglang_speculative_num_steps: 2  # set by hand
+extra:
+  - a
+  - b
+"""
+
+
+def pinned(steps, date='2026-11-29T00:00:00Z'):
+    return {'sglang_speculative_num_steps': steps, 'sglang_speculative_eagle_topk': 1,
+            'sglang_speculative_num_draft_tokens': steps + 1,
+            'sglang_spec_sweep': {'objective': 'agentic', 'date': date, 'winner': steps,
+                                  'results': [{'steps': steps, 'per_request_tok_s': {1: 277.0}}]}}
+
+
+def test_update_keeps_comments_and_other_keys():
+    new, changed = sweep_pin.update_text(USER_FILE, pinned(4))
+    assert set(changed) == {'sglang_speculative_num_steps', 'sglang_speculative_eagle_topk',
+                            'sglang_speculative_num_draft_tokens', 'sglang_spec_sweep'}
+    for kept in ('# Connection settings: keep me', '# the GPU box', '# owner', '  - a'):
+        assert kept in new
+    data = yaml.safe_load(new)
+    assert data['team'] == 'inference' and data['extra'] == ['a', 'b']
+    assert data['sglang_speculative_num_steps'] == 4 and data['sglang_spec_sweep']['winner'] == 4
+    assert new.startswith('---\n')
+
+
+def test_same_outcome_changes_nothing_even_with_a_new_date():
+    first, _changed = sweep_pin.update_text(USER_FILE, pinned(4))
+    second, changed = sweep_pin.update_text(first, pinned(4, date='2026-12-01T00:00:00Z'))
+    assert changed == [] and second == first
+
+
+def test_another_winner_changes_the_file():
+    first, _changed = sweep_pin.update_text(USER_FILE, pinned(4))
+    second, changed = sweep_pin.update_text(first, pinned(3))
+    assert 'sglang_speculative_num_steps' in changed and yaml.safe_load(second)['sglang_speculative_num_steps'] == 3
+
+
+def test_empty_file_and_path_choice(tmp_path):
+    new, changed = sweep_pin.update_text('', pinned(4))
+    assert yaml.safe_load(new)['sglang_speculative_num_steps'] == 4 and changed
+    inv = str(tmp_path)
+    assert sweep_pin.host_vars_path(inv, 'gpu1') == os.path.join(inv, 'host_vars', 'gpu1.yml')
+    os.makedirs(os.path.join(inv, 'host_vars', 'gpu2'))
+    assert sweep_pin.host_vars_path(inv, 'gpu2') == os.path.join(inv, 'host_vars', 'gpu2', 'sweep.yml')
+    with open(os.path.join(inv, 'host_vars', 'gpu3.yaml'), 'w') as fh:
+        fh.write('a: 1\n')
+    assert sweep_pin.host_vars_path(inv, 'gpu3') == os.path.join(inv, 'host_vars', 'gpu3.yaml')
+
+
+def test_non_mapping_file_is_refused():
+    try:
+        sweep_pin.update_text('- a\n- b\n', pinned(4))
+    except sweep_pin.PinError as exc:
+        assert 'mapping' in str(exc)
+    else:
+        raise AssertionError('a list file must be refused')
+
+
+def _level(c, prt, agg):
+    return {'concurrency': c, 'requests_completed': 8, 'requests_failed': 0, 'per_request_tok_s': {'median': prt},
+            'aggregate_output_tok_s': agg, 'accept_length': 3.5, 'max_running_requests': 17, 'ttft_s': {'p99': 0.1},
+            'duration_s': 2.0}
+
+
+def test_report_table_csv_json_and_chart(tmp_path):
+    configs = [
+        {'steps': 3, 'status': 'ok', 'repeats': [{'levels': [_level(1, 234.0, 234.0), _level(32, 60.0, 1979.0)]}]},
+        {'steps': 4, 'status': 'ok', 'repeats': [{'levels': [_level(1, 277.0, 277.0), _level(32, 50.0, 1600.0)]}]},
+        {'steps': 10, 'status': 'failed', 'repeats': [], 'failure': {'diagnosis': 'not_enough_memory'}},
+    ]
+    evaluation = sweep_decide.evaluate(configs, 'agentic', 1, [1, 32])
+    assert evaluation['decision']['winner'] == 4
+    md = sweep_report.markdown('gpu1', evaluation, {'model': 'm'})
+    assert '| 4 | 1 | 277.0 | 277.0 | 3.50 | 17 | ok (winner) |' in md
+    assert '| 10 | - | - | - | - | - | failed: not_enough_memory |' in md
+    rows = sweep_report.measurement_rows('gpu1', evaluation['configs'])
+    parsed = list(csv.DictReader(io.StringIO(sweep_report.to_csv(rows))))
+    assert len(parsed) == 5 and parsed[-1]['diagnosis'] == 'not_enough_memory'
+    doc = json.loads(sweep_report.to_json('gpu1', evaluation, {}, rows))
+    assert doc['decision']['winner'] == 4 and len(doc['measurements']) == 5
+    png = str(tmp_path / 'chart.png')
+    if sweep_report.chart(png, 'gpu1', evaluation):
+        with open(png, 'rb') as fh:
+            assert fh.read(8) == b'\x89PNG\r\n\x1a\n'
