@@ -80,6 +80,27 @@ from ansible_collections.llmops.sglang.plugins.module_utils.service_systemd impo
     cgroup_pids, gpu_pids, journal_cursor, pid_alive, systemctl_show)
 
 
+def wait_until_released(pids, list_gpu_pids, timeout, interval=0.5):
+    """Wait until none of ``pids`` runs or holds a GPU.
+
+    ``list_gpu_pids`` returns the PIDs with a CUDA context, or None without nvidia-smi.
+    Returns (released, alive, holding_gpu, waited_s).
+    """
+    started = time.monotonic()
+    while True:
+        alive = sorted(p for p in pids if pid_alive(p))
+        on_gpu = list_gpu_pids()
+        # nvidia-smi lists host PIDs; SGLang's children are all in the cgroup, so the PIDs seen
+        # before the stop are the ones to wait for.
+        holding_gpu = sorted(on_gpu & set(pids)) if on_gpu else []
+        waited = round(time.monotonic() - started, 2)
+        if not alive and not holding_gpu:
+            return True, alive, holding_gpu, waited
+        if waited > timeout:
+            return False, alive, holding_gpu, waited
+        time.sleep(interval)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -108,22 +129,14 @@ def main():
         if rc != 0:
             module.fail_json(msg='systemctl stop %s failed: %s' % (unit, err.strip()), **result)
 
-    started = time.monotonic()
-    deadline = started + module.params['timeout']
-    while True:
-        alive = sorted(p for p in pids if pid_alive(p))
-        on_gpu = gpu_pids(module)
-        result['gpu_checked'] = on_gpu is not None
-        # nvidia-smi lists host PIDs; SGLang's children are all in the cgroup, so a PID we saw is enough
-        holding_gpu = sorted(on_gpu & pids) if on_gpu else []
-        if not alive and not holding_gpu:
-            break
-        if time.monotonic() > deadline:
-            module.fail_json(
-                msg='%s stopped, but after %ds processes %s are still alive and %s still hold a GPU'
-                    % (unit, module.params['timeout'], alive, holding_gpu), **result)
-        time.sleep(0.5)
-    result['waited_s'] = round(time.monotonic() - started, 2)
+    released, alive, holding_gpu, waited = wait_until_released(
+        pids, lambda: gpu_pids(module), module.params['timeout'])
+    result['gpu_checked'] = gpu_pids(module) is not None
+    result['waited_s'] = waited
+    if not released:
+        module.fail_json(
+            msg='%s stopped, but after %ds processes %s are still alive and %s still hold a GPU'
+                % (unit, module.params['timeout'], alive, holding_gpu), **result)
 
     # A unit that hit StartLimitBurst refuses to start until its failed state is cleared.
     module.run_command([systemctl, 'reset-failed', unit])
