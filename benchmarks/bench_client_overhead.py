@@ -42,6 +42,7 @@ import os
 import resource
 import socket
 import sys
+import time
 
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -337,43 +338,73 @@ def _run_bench_serving(python, url, tok_dir, data, concurrency, prompts, output_
     def pin():
         if cpu is not None:
             os.sched_setaffinity(0, {cpu})
+    import threading
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=pin)
-    _pid, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    # Sample its CPU time (utime + stime from /proc) against CLOCK_MONOTONIC, the clock the
+    # scripted server's log uses, so that the load window's CPU can be cut out of the run
+    # (bench_serving's start-up -- torch, transformers, the tokenizer -- costs seconds).
+    samples = []
+    ticks = float(os.sysconf("SC_CLK_TCK"))
+
+    def sample():
+        path = "/proc/%d/stat" % proc.pid
+        while proc.poll() is None:
+            try:
+                with open(path) as handle:
+                    fields = handle.read().rsplit(")", 1)[1].split()
+                samples.append((time.monotonic(), (int(fields[11]) + int(fields[12])) / ticks))
+            except (OSError, IndexError):
+                break
+            time.sleep(0.02)
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    stderr = proc.communicate()[1]
+    sampler.join()
     if proc.returncode != 0:
-        raise RuntimeError("bench_serving failed: %s" % proc.stderr.read().decode()[-2000:])
+        raise RuntimeError("bench_serving failed: %s" % stderr.decode()[-2000:])
     with open(out_file) as handle:
         lines = [json.loads(line) for line in handle if line.strip()]
-    return lines[-1], usage.ru_utime + usage.ru_stime
+    return lines[-1], samples
+
+
+def _cpu_between(samples, t0, t1):
+    """CPU seconds a sampled process used between two monotonic times (linear interpolation)."""
+    def at(t):
+        prev = samples[0]
+        for cur in samples:
+            if cur[0] >= t:
+                if cur[0] == prev[0]:
+                    return cur[1]
+                return prev[1] + (cur[1] - prev[1]) * (t - prev[0]) / (cur[0] - prev[0])
+            prev = cur
+        return samples[-1][1]
+    return at(t1) - at(t0)
 
 
 def measure_bench_serving(python, tok_dir, data, rate, concurrency, output_len, accept, client_cpu, server_cpu,
                           requests_per_stream=3):
-    """SGLang's own bench_serving on the same scripted load. Its CPU cost per token is the
-    difference of two runs (1 and 1 + requests_per_stream rounds) so that its start-up (torch,
-    transformers, tokenizer) does not count."""
+    """SGLang's own bench_serving on the same scripted load (same warm-up, same measured requests).
+    Its CPU cost is what it used while the server was serving it (warm-up included, as for ours)."""
     import tempfile
     per_stream = rate / float(concurrency)
     kwargs = dict(step_s=accept / per_stream, accept=accept, prefill_s=0.005, max_running=max(concurrency, 1))
     ref = ScriptedServer(**kwargs)
-    runs = []
-    for rounds in (1, 1 + requests_per_stream):
-        proc, port, stats = start_scripted_server(cpu=server_cpu, with_stats=True, **kwargs)
-        try:
-            stats.send("stats")
-            stats.recv()
-            out_file = tempfile.mktemp(suffix=".jsonl")
-            summary, cpu = _run_bench_serving(python, "http://127.0.0.1:%d" % port, tok_dir, data, concurrency,
-                                              concurrency * rounds, output_len, out_file, client_cpu)
-            os.unlink(out_file)
-            stats.send("stats")
-            server_stats = stats.recv()
-            stats.send("quit")
-        finally:
-            proc.terminate()
-            proc.join(5)
-        runs.append((summary, cpu, server_stats))
-    (_s1, cpu1, _st1), (summary, cpu2, server_stats) = runs
+    proc, port, stats = start_scripted_server(cpu=server_cpu, with_stats=True, **kwargs)
+    try:
+        stats.send("stats")
+        stats.recv()
+        out_file = tempfile.mktemp(suffix=".jsonl")
+        summary, samples = _run_bench_serving(python, "http://127.0.0.1:%d" % port, tok_dir, data, concurrency,
+                                              concurrency * requests_per_stream, output_len, out_file, client_cpu)
+        os.unlink(out_file)
+        stats.send("stats")
+        server_stats = stats.recv()
+        stats.send("quit")
+    finally:
+        proc.terminate()
+        proc.join(5)
+    log = server_stats["log"]
+    cpu = _cpu_between(samples, min(a for a, _d, _t in log), max(d for _a, d, _t in log))
     n = summary["completed"]
     measured = sorted(server_stats["log"])[-n:]
     truth_agg = sum(t for _a, _d, t in measured) / (max(d for _a, d, _t in measured) - min(a for a, _d, _t in measured))
@@ -387,7 +418,7 @@ def measure_bench_serving(python, tok_dir, data, rate, concurrency, output_len, 
         "measured_decode_tok_s_median": decode,
         "implied_decode_tok_s": implied,
         "decode_error": decode / implied - 1.0,
-        "client_cpu_s_per_1k_tokens": (cpu2 - cpu1) / (concurrency * requests_per_stream * output_len) * 1000.0,
+        "client_cpu_s_per_1k_tokens": cpu / sum(t for _a, _d, t in log) * 1000.0,
         "reported_accept_length": summary.get("accept_length"),
     }
 
