@@ -85,15 +85,16 @@ def test_generate_input_ids_and_batch(client):
 
 
 def test_natural_stop_without_ignore_eos(client):
-    reasons = set()
-    for _attempt in range(6):
-        out = json.loads(client.post("/generate", {"text": "x", "sampling_params": {"max_new_tokens": 2000}})[2])
+    # a batch runs its requests concurrently: 8 natural lengths in the time of the longest
+    body = {"text": ["x %d" % i for i in range(8)], "sampling_params": {"max_new_tokens": 2000}}
+    outs = json.loads(client.post("/generate", body)[2])
+    lengths = [o["meta_info"]["completion_tokens"] for o in outs]
+    assert len(set(lengths)) > 1  # drawn per request
+    for out in outs:
         reason = out["meta_info"]["finish_reason"]
-        reasons.add(reason["type"])
         if reason["type"] == "stop":
-            assert out["meta_info"]["completion_tokens"] < 2000
-            assert "matched" in reason
-    assert "stop" in reasons
+            assert out["meta_info"]["completion_tokens"] < 2000 and "matched" in reason
+    assert "stop" in [o["meta_info"]["finish_reason"]["type"] for o in outs]
 
 
 def test_v1_completions(client):
@@ -288,3 +289,19 @@ def test_streaming_many_concurrent_requests_and_client_disconnect(spec_server):
     text = client.get("/metrics")[2]
     running = [line for line in text.splitlines() if line.startswith("sglang:num_running_reqs")][0]
     assert float(running.split()[-1]) == 0.0
+
+
+def test_sigterm_during_loading_exits_promptly(tmp_path):
+    profile = tmp_path / "slow.yaml"
+    profile.write_text("timing:\n  load_time_s: 60\n")
+    sim = SimProcess(["--tp-size", "4"], profile=str(profile), wait=False).start()
+    try:
+        deadline = time.time() + 10
+        while "Load weight begin" not in sim.output() and time.time() < deadline:
+            time.sleep(0.05)
+        start = time.time()
+        assert sim.stop() == 0
+        assert time.time() - start < 3
+        assert "fired up" not in sim.output()
+    finally:
+        sim.stop()
