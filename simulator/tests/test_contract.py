@@ -305,3 +305,32 @@ def test_sigterm_during_loading_exits_promptly(tmp_path):
         assert "fired up" not in sim.output()
     finally:
         sim.stop()
+
+
+def test_unknown_paths_and_methods_answer_like_fastapi(client):
+    status, _headers, text = client.get("/no/such/path")
+    assert status == 404 and json.loads(text) == {"detail": "Not Found"}
+    status, _headers, text = client.get("/generate")
+    assert status == 405 and json.loads(text) == {"detail": "Method Not Allowed"}
+
+
+JUNK = [b"\xff\xfe\x00", b"null", b"3", b'"text"', b'{"text": null}', b'{"text": "x", "sampling_params": 5}',
+        b'{"text": "x", "sampling_params": {"max_new_tokens": 1.5}}', b'{"text": "x", "sampling_params": {"max_new_tokens": "9"}}',
+        b'{"text": "x", "sampling_params": {"temperature": null, "top_k": 0}}', b'{"input_ids": [1, "a"]}',
+        b'{"input_ids": "abc"}', b'{"text": "x", "stream": "yes"}', b'{"text": ""}', b'{"prompt": [[1, 2], [3]]}',
+        b'{"messages": "hi"}', b'{"messages": [{"role": "wizard", "content": "x"}]}',
+        b'{"messages": [{"role": "user", "content": 5}]}', b'{"messages": [{"role": "user", "content": "x"}], "n": 3}',
+        b'{"messages": [{"role": "user", "content": "x"}], "stream_options": 7}', b'{"text": "x", "sampling_params": {"stop": 3}}',
+        b'{"text": "x", "sampling_params": {"ignore_eos": "no"}}', b'{"text": [1, 2]}']
+
+
+@pytest.mark.parametrize("path", ["/generate", "/v1/completions", "/v1/chat/completions"])
+def test_junk_bodies_get_400_never_a_crash(client, path):
+    for raw in JUNK:
+        status, _headers, text = client.request("POST", path, raw=raw)
+        assert status in (200, 400), (path, raw, status, text)
+        if status == 400:
+            body = json.loads(text)
+            assert body.get("object") == "error" or "message" in body.get("error", {}), (path, raw, text)
+    assert client.get("/health")[0] == 200
+    assert client.post("/generate", GEN)[0] == 200

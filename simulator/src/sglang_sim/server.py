@@ -102,7 +102,7 @@ class SimServer(object):
 
     # -- app ------------------------------------------------------------------------------
     def make_app(self):
-        middlewares = [self.access_log_middleware]
+        middlewares = [self.access_log_middleware, self.fastapi_errors_middleware]
         if self.args.api_key:
             middlewares.append(self.api_key_middleware)
         app = web.Application(middlewares=middlewares, client_max_size=64 * 1024 * 1024)
@@ -138,6 +138,16 @@ class SimServer(object):
                     peer, request.method, request.path_qs, request.version.major, request.version.minor, status,
                     HTTP_REASONS.get(status, "")))
         return resp
+
+    @web.middleware
+    async def fastapi_errors_middleware(self, request, handler):
+        # SGLang's HTTP server is FastAPI: unknown paths and wrong methods answer {"detail": ...}
+        try:
+            return await handler(request)
+        except web.HTTPNotFound:
+            return web.json_response({"detail": "Not Found"}, status=404)
+        except web.HTTPMethodNotAllowed:
+            return web.json_response({"detail": "Method Not Allowed"}, status=405)
 
     @web.middleware
     async def api_key_middleware(self, request, handler):
