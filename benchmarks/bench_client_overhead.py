@@ -393,7 +393,8 @@ def measure_bench_serving(python, tok_dir, data, rate, concurrency, output_len, 
     try:
         stats.send("stats")
         stats.recv()
-        out_file = tempfile.mktemp(suffix=".jsonl")
+        handle, out_file = tempfile.mkstemp(suffix=".jsonl")
+        os.close(handle)
         summary, samples = _run_bench_serving(python, "http://127.0.0.1:%d" % port, tok_dir, data, concurrency,
                                               concurrency * requests_per_stream, output_len, out_file, client_cpu)
         os.unlink(out_file)
