@@ -467,7 +467,7 @@ async def run_benchmark(params, levels, prompts, log=None):
     try:
         info = await fetch_server_info(endpoint)
     except ServerUnreachable as exc:
-        raise BenchError("server not reachable: %s" % exc)
+        raise BenchError("url %s: server not reachable: %s" % (params["url"], exc))
     except asyncio.TimeoutError:
         raise BenchError("server at %s accepted the connection but did not answer /get_server_info within request_timeout=%ss"
                          % (params["url"], params["request_timeout"]))
