@@ -248,3 +248,30 @@ def test_role_in_check_mode_sends_no_load_and_writes_nothing(env, tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "check mode: no load sent" in proc.stdout
     assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize("hostvars,expected", [
+    ({"sglang_host": "0.0.0.0", "sglang_port": 30021}, "http://127.0.0.1:30021"),
+    ({"sglang_host": "10.1.2.3"}, "http://10.1.2.3:30000"),
+    ({"sglang_service_deployment": {"url": "http://127.0.0.1:30022"}, "sglang_port": 1}, "http://127.0.0.1:30022"),
+    ({}, "http://127.0.0.1:30000"),
+])
+def test_role_default_url(env, tmp_path, hostvars, expected):
+    """The role benchmarks the host's current deployment unless told otherwise."""
+    out = tmp_path / "url.txt"
+    proc = playbook(env, tmp_path, """
+- name: Default URL
+  hosts: all
+  gather_facts: false
+  vars_files:
+    - %s
+  vars: %s
+  tasks:
+    - name: Write the templated default
+      ansible.builtin.copy:
+        content: "{{ spec_bench_url }}"
+        dest: %s
+        mode: "0644"
+""" % (os.path.join(ROOT, "roles", "spec_bench", "defaults", "main.yml"), json.dumps(hostvars), out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert out.read_text().strip() == expected
