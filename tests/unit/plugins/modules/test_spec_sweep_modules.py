@@ -1,0 +1,92 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, llmops.sglang contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The spec_sweep_* modules as Ansible runs them (ad-hoc on localhost): check mode, diff, idempotence."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
+BASE = os.path.join(tempfile.gettempdir(), 'llmops-sglang-pytest-%d' % os.getuid())
+ANSIBLE = os.path.join(os.path.dirname(sys.executable), 'ansible')
+
+pytestmark = pytest.mark.skipif(not os.path.exists(ANSIBLE), reason='needs the ansible CLI next to this python')
+
+
+def run(module, args, *flags):
+    if not os.path.exists(os.path.join(BASE, 'ansible_collections', 'llmops', 'sglang')):
+        link = os.path.join(BASE, 'ansible_collections', 'llmops', 'sglang')
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        os.symlink(ROOT, link)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=BASE, ANSIBLE_PYTHON_INTERPRETER=sys.executable,
+               ANSIBLE_LOCALHOST_WARNING='0', ANSIBLE_INVENTORY_UNPARSED_WARNING='0', ANSIBLE_NOCOLOR='1')
+    cmd = [ANSIBLE, 'localhost', '-m', 'llmops.sglang.' + module, '-a', json.dumps(args)] + list(flags)
+    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False)
+    # The ad-hoc (minimal) output: any diff text, then "localhost | STATUS => {json}".
+    head, sep, body = proc.stdout.partition('localhost | ')
+    assert sep, proc.stdout + proc.stderr
+    status, payload = body.split(' => ', 1)
+    result = json.loads(payload)
+    result['_diff_text'] = head
+    result['_status'] = status.strip()
+    return result
+
+
+def level(c, prt, agg):
+    return {'concurrency': c, 'requests_completed': 8, 'requests_failed': 0, 'per_request_tok_s': {'median': prt},
+            'aggregate_output_tok_s': agg, 'accept_length': 3.0, 'max_running_requests': 17, 'duration_s': 1.0}
+
+
+def test_pin_check_diff_apply_idempotent(tmp_path):
+    inv = tmp_path / 'inv'
+    (inv / 'host_vars').mkdir(parents=True)
+    hv = inv / 'host_vars' / 'gpu1.yml'
+    hv.write_text('---\n# mine\nfoo: 1  # keep\n')
+    args = {'inventory_dir': str(inv), 'host': 'gpu1',
+            'values': {'sglang_speculative_num_steps': 4, 'sglang_spec_sweep': {'winner': 4, 'date': 'd1'}}}
+    res = run('spec_sweep_pin', args, '--check', '--diff')
+    assert res['changed'] and '+sglang_speculative_num_steps: 4' in res['_diff_text']
+    assert hv.read_text() == '---\n# mine\nfoo: 1  # keep\n'
+    res = run('spec_sweep_pin', args)
+    assert res['changed'] and res['path'] == str(hv)
+    text = hv.read_text()
+    assert '# keep' in text and 'sglang_speculative_num_steps: 4' in text
+    args['values']['sglang_spec_sweep']['date'] = 'd2'
+    res = run('spec_sweep_pin', args)
+    assert not res['changed'] and hv.read_text() == text
+
+
+def test_store_decide_report(tmp_path):
+    results = str(tmp_path / 'results')
+    fp = {'workload': 'synthetic'}
+    for steps, c1, c32 in ((1, 123.0, 1500.0), (2, 186.0, 1800.0), (3, 234.0, 1979.0)):
+        res = run('spec_sweep_store', {'results_dir': results, 'host': 'gpu1', 'steps': steps, 'fingerprint': fp,
+                                       'result': {'levels': [level(1, c1, c1), level(32, c32 / 32, c32)]}})
+        assert res['changed'] and res['path'].endswith('steps-%d/repeat-1.json' % steps)
+    run('spec_sweep_store', {'results_dir': results, 'host': 'gpu1', 'steps': 10, 'fingerprint': fp, 'state': 'failed',
+                             'failure': {'diagnosis': 'not_enough_memory'}})
+    decide_args = {'results_dir': results, 'host': 'gpu1', 'steps': [1, 2, 3, 4, 10], 'concurrency_levels': [1, 32],
+                   'fingerprint': fp, 'objective': 'throughput'}
+    res = run('spec_sweep_decide', decide_args)
+    assert not res['changed'] and res['winner'] == 3 and res['next_steps'] == 4
+    assert [p['action'] for p in res['plan']] == ['done', 'done', 'done', 'measure', 'failed']
+    report_dir = str(tmp_path / 'report')
+    rep = run('spec_sweep_report', {'dest': report_dir, 'host': 'gpu1', 'evaluation': res})
+    assert rep['changed'] and os.path.exists(rep['markdown_path']) and os.path.exists(rep['csv_path'])
+    assert 'failed: not_enough_memory' in rep['table']
+    again = run('spec_sweep_report', {'dest': report_dir, 'host': 'gpu1', 'evaluation': res})
+    assert not again['changed']
+    bad = run('spec_sweep_decide', dict(decide_args, concurrency_levels=[1, 2]))
+    assert bad['_status'] == 'FAILED!' and 'sweep_throughput_concurrency (32)' in bad['msg']
+    archived = run('spec_sweep_store', {'results_dir': results, 'host': 'gpu1', 'state': 'archived'})
+    assert archived['changed'] and '.archived-' in archived['path']
+    assert run('spec_sweep_decide', decide_args)['next_steps'] == 1
