@@ -20,6 +20,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import math
+from statistics import NormalDist
 
 OBJECTIVES = ('agentic', 'throughput', 'constrained')
 
@@ -152,11 +153,14 @@ def score_repeat(levels, objective, params=None):
     if objective == 'agentic':
         lv = by_c.get(1)
         score = _per_request(lv) if level_ok(lv) else None
-        ties = []
+        ties, tie_ses = [], []
         for c in AGENTIC_TIEBREAK_LEVELS:
             if c in by_c:
-                ties.append(_per_request(by_c[c]) if level_ok(by_c[c]) else None)
-        return {'score': score, 'tiebreak': ties, 'at': 1, 'se': _median_se(lv) if score is not None else 0.0}
+                ok_level = level_ok(by_c[c])
+                ties.append(_per_request(by_c[c]) if ok_level else None)
+                tie_ses.append(_median_se(by_c[c]) if ok_level else 0.0)
+        return {'score': score, 'tiebreak': ties, 'tiebreak_se': tie_ses, 'at': 1,
+                'se': _median_se(lv) if score is not None else 0.0}
     if objective == 'throughput':
         c = p['throughput_concurrency']
         lv = by_c.get(c)
@@ -189,12 +193,14 @@ def summarize(config, objective, params=None):
     scored = [score_repeat(r.get('levels'), objective, params) for r in config.get('repeats') or []]
     scores = [s['score'] for s in scored]
     qualified = [s for s in scores if s is not None]
-    ties, tie_spreads = [], []
+    ties, tie_spreads, tie_ses = [], [], []
     n_ties = max([len(s['tiebreak']) for s in scored] or [0])
     for i in range(n_ties):
         column = [s['tiebreak'][i] for s in scored if i < len(s['tiebreak'])]
         ties.append(median(column))
         tie_spreads.append(spread(column))
+        se_column = [(s.get('tiebreak_se') or [])[i] for s in scored if i < len(s.get('tiebreak_se') or [])]
+        tie_ses.append((median(se_column) or 0.0) / math.sqrt(len(se_column)) if se_column else 0.0)
     ats = [s['at'] for s in scored if s['at'] is not None]
     ses = [s.get('se') or 0.0 for s in scored]
     return {
@@ -206,6 +212,7 @@ def summarize(config, objective, params=None):
         'se': (median(ses) or 0.0) / math.sqrt(len(ses)) if ses else 0.0,
         'tiebreak': ties,
         'tiebreak_spread': tie_spreads,
+        'tiebreak_se': tie_ses,
         'at': median(ats) if ats else None,
         'repeats': len(scores),
     }
@@ -221,6 +228,21 @@ def _fmt(value):
     return 'n/a' if value is None else '%.1f' % value
 
 
+def _at(values, idx):
+    return (values or [])[idx] if idx < len(values or []) else 0.0
+
+
+def _noise(spread_a, spread_b, se_a, se_b, z=1.96):
+    """The larger of either side's repeat range and z standard errors of the difference."""
+    return max(spread_a or 0.0, spread_b or 0.0, z * math.sqrt((se_a or 0.0) ** 2 + (se_b or 0.0) ** 2))
+
+
+def _z_for(looks):
+    """Two-sided 95% band, Bonferroni-corrected: every extra figure looked at (tie-breakers) is
+    another chance for noise to crown the larger step count."""
+    return NormalDist().inv_cdf(1.0 - 0.025 / max(1, looks))
+
+
 def beats(larger, smaller, margin):
     """Whether ``larger`` (more steps) beats ``smaller`` by more than ``margin`` and the measured spread.
 
@@ -230,10 +252,12 @@ def beats(larger, smaller, margin):
         gain = _gain(new, old)
         return gain is not None and gain > margin and (new - old) > noise
 
-    # The measured spread: the range of either side's repeats, or twice the standard error of the
-    # difference (about a 95% band) from the runs' own per-request dispersion, whichever is larger.
-    noise = max(larger['spread'], smaller['spread'],
-                2.0 * math.sqrt((larger.get('se') or 0.0) ** 2 + (smaller.get('se') or 0.0) ** 2))
+    # The measured spread: the range of either side's repeats, or z standard errors of the difference
+    # (a 95% band, corrected for the number of figures compared) from the runs' own per-request
+    # dispersion, whichever is larger.
+    looks = 1 + sum(1 for lt, st in zip(larger['tiebreak'], smaller['tiebreak']) if lt is not None and st is not None)
+    z = _z_for(looks)
+    noise = _noise(larger['spread'], smaller['spread'], larger.get('se'), smaller.get('se'), z)
     if _clears(larger['score'], smaller['score'], noise):
         return True, 'beats steps %d by %+.1f%% (%s vs %s; margin %.1f%%, spread %s)' % (
             smaller['steps'], 100 * _gain(larger['score'], smaller['score']), _fmt(larger['score']),
@@ -245,7 +269,8 @@ def beats(larger, smaller, margin):
     for idx, (lt, st) in enumerate(zip(larger['tiebreak'], smaller['tiebreak'])):
         if lt is None or st is None:
             continue
-        tie_noise = max(larger['tiebreak_spread'][idx], smaller['tiebreak_spread'][idx])
+        tie_noise = _noise(larger['tiebreak_spread'][idx], smaller['tiebreak_spread'][idx],
+                           _at(larger.get('tiebreak_se'), idx), _at(smaller.get('tiebreak_se'), idx), z)
         if _clears(lt, st, tie_noise):
             return True, 'ties steps %d on the main figure (%s vs %s) and wins tie-breaker #%d by %+.1f%% (%s vs %s)' % (
                 smaller['steps'], _fmt(larger['score']), _fmt(smaller['score']), idx + 1, 100 * _gain(lt, st), _fmt(lt), _fmt(st))

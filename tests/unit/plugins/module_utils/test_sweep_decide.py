@@ -273,3 +273,20 @@ def test_single_run_dispersion_counts_as_measured_spread():
     # A big gain clears the dispersion (steps 3 -> 4 in the same measurement).
     three = {'steps': 3, 'status': 'ok', 'repeats': [{'levels': [dispersed(1, 226.7, 222.9, 239.0)]}]}
     assert sd.decide([three, four], 'agentic')['winner'] == 4
+
+
+def test_tiebreaker_needs_to_clear_its_dispersion_too():
+    # The demo's measurement: steps 5 ties 4 at c=1 (+0.3%) and c=2 (+0.8%); at c=4 it is +3.7% by the
+    # median but inside the per-request dispersion of 16 requests: no win, the smaller one stays.
+    four = {'steps': 4, 'status': 'ok', 'repeats': [{'levels': [
+        dispersed(1, 275.4, 262.0, 285.0), dispersed(2, 264.7, 240.0, 280.0), dispersed(4, 246.7, 205.0, 270.0, n=16)]}]}
+    five = {'steps': 5, 'status': 'ok', 'repeats': [{'levels': [
+        dispersed(1, 276.1, 255.0, 290.0), dispersed(2, 266.7, 238.0, 285.0), dispersed(4, 255.9, 200.0, 280.0, n=16)]}]}
+    result = sd.decide([four, five], 'agentic')
+    assert result['winner'] == 4
+    # The same medians measured tightly do break the tie.
+    four_t = {'steps': 4, 'status': 'ok', 'repeats': [{'levels': [
+        dispersed(1, 275.4, 275.0, 276.0, n=32), dispersed(2, 264.7, 264.0, 265.0, n=32), dispersed(4, 246.7, 246.0, 247.0, n=32)]}]}
+    five_t = {'steps': 5, 'status': 'ok', 'repeats': [{'levels': [
+        dispersed(1, 276.1, 275.5, 276.5, n=32), dispersed(2, 266.7, 266.0, 267.0, n=32), dispersed(4, 255.9, 255.0, 256.0, n=32)]}]}
+    assert sd.decide([four_t, five_t], 'agentic')['winner'] == 5
