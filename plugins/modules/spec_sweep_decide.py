@@ -17,8 +17,8 @@ description:
     step count, whether it is measured, failed, still to measure, waiting, or skipped by early stop.
   - Picks the winner for the objective. A larger step count wins only when it beats the best
     smaller one by more than O(margin) and by more than the measured spread (the range of either
-    side's repeats, or twice the standard error of the difference estimated from the runs'
-    per-request p10-p90 dispersion, whichever is larger); otherwise the smaller one stays (less
+    side's repeats, or a 95% band of the difference estimated from the runs' per-request p10-p90
+    dispersion and corrected for the number of figures compared, whichever is larger); otherwise the smaller one stays (less
     memory, more batch room). Candidates with repeats are compared on their medians.
   - Objectives are V(agentic) (median per-request tok/s at concurrency 1, concurrency 2-4 as
     tie-breakers), V(throughput) (aggregate tok/s at O(throughput_concurrency)) and V(constrained)
