@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """Start a sweep and interrupt it (Ctrl-C, as an operator would) once N configurations are stored.
 
-    interrupt_sweep.py RESULTS_DIR HOST N LOG -- ansible-playbook ...
+    python3 interrupt_sweep.py RESULTS_DIR HOST N LOG -- ansible-playbook ...
 
 Exits 0 when the sweep was interrupted with exactly N..N+ configurations stored, 1 when it
 finished (or died) on its own before that: then the resume test would prove nothing.
