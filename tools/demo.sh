@@ -35,11 +35,6 @@ mkdir -p "$top/results"
 cp -a inventories/sim "$inv"
 limit=${hosts// /,}
 
-# pip on the test hosts reaches PyPI through the same TLS path as this machine (as the molecule
-# scenarios do): trust the controller's CA bundle there.
-ansible -i "$inv" sglang_servers --limit "$limit" -m ansible.builtin.copy \
-  -a 'src=/etc/ssl/certs/ca-certificates.crt dest=/etc/ssl/certs/ca-certificates.crt mode=0644' >/dev/null
-
 # shellcheck disable=SC2086
 ansible-playbook -i "$inv" playbooks/sweep.yml --limit "$limit" \
   -e '{"sweep_steps": [1, 2, 3, 4, 5, 10], "sweep_output_len": 256, "sweep_input_len": 512}' \

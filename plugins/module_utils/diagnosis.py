@@ -77,7 +77,7 @@ TIMEOUT = {
     'key': 'timeout',
     'message': 'The server did not become ready within the timeout.',
     'remedy': 'Big models need minutes to load and capture CUDA graphs: raise '
-              'sglang_ready_timeout if the journal shows progress, otherwise read the '
+              'sglang_service_ready_timeout if the journal shows progress, otherwise read the '
               'journal for where it hangs.',
 }
 

@@ -179,7 +179,7 @@ EXAMPLES = r"""
   llmops.sglang.sglang_bench:
     url: "http://{{ inventory_hostname }}:30000"
     api: chat
-    api_key: "{{ sglang_api_key }}"
+    api_key: "{{ sglang_service_api_key }}"
     workload: realistic
     concurrency_levels: [1, 4]
     duration_s: 60

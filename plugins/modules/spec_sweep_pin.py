@@ -65,9 +65,9 @@ EXAMPLES = r'''
     inventory_dir: "{{ inventory_dir }}"
     host: "{{ inventory_hostname }}"
     values:
-      sglang_speculative_num_steps: 4
-      sglang_speculative_eagle_topk: 1
-      sglang_speculative_num_draft_tokens: 5
+      sglang_service_speculative_num_steps: 4
+      sglang_service_speculative_eagle_topk: 1
+      sglang_service_speculative_num_draft_tokens: 5
       sglang_spec_sweep:
         objective: agentic
         date: "2026-11-29T19:00:00Z"
@@ -85,7 +85,7 @@ changed_keys:
   returned: always
   type: list
   elements: str
-  sample: [sglang_speculative_num_steps, sglang_spec_sweep]
+  sample: [sglang_service_speculative_num_steps, sglang_spec_sweep]
 '''
 
 import os

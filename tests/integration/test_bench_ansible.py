@@ -251,9 +251,9 @@ def test_role_in_check_mode_sends_no_load_and_writes_nothing(env, tmp_path):
 
 
 @pytest.mark.parametrize("hostvars,expected", [
-    ({"sglang_host": "0.0.0.0", "sglang_port": 30021}, "http://127.0.0.1:30021"),
-    ({"sglang_host": "10.1.2.3"}, "http://10.1.2.3:30000"),
-    ({"sglang_service_deployment": {"url": "http://127.0.0.1:30022"}, "sglang_port": 1}, "http://127.0.0.1:30022"),
+    ({"sglang_service_host": "0.0.0.0", "sglang_service_port": 30021}, "http://127.0.0.1:30021"),
+    ({"sglang_service_host": "10.1.2.3"}, "http://10.1.2.3:30000"),
+    ({"sglang_service_deployment": {"url": "http://127.0.0.1:30022"}, "sglang_service_port": 1}, "http://127.0.0.1:30022"),
     ({}, "http://127.0.0.1:30000"),
 ])
 def test_role_default_url(env, tmp_path, hostvars, expected):

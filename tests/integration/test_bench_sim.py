@@ -30,18 +30,8 @@ import pytest
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-try:
-    from ansible_collections.llmops.sglang.plugins.modules import sglang_bench
-    from ansible_collections.llmops.sglang.plugins.module_utils.bench_client import BenchError
-except ImportError:  # plain pytest from the repo root: expose the repo as ansible_collections.llmops.sglang
-    _BASE = os.path.join(tempfile.gettempdir(), "llmops-sglang-pytest")
-    _LINK = os.path.join(_BASE, "ansible_collections", "llmops", "sglang")
-    if not os.path.exists(_LINK):
-        os.makedirs(os.path.dirname(_LINK), exist_ok=True)
-        os.symlink(ROOT, _LINK)
-    sys.path.insert(0, _BASE)
-    from ansible_collections.llmops.sglang.plugins.modules import sglang_bench
-    from ansible_collections.llmops.sglang.plugins.module_utils.bench_client import BenchError
+from ansible_collections.llmops.sglang.plugins.modules import sglang_bench
+from ansible_collections.llmops.sglang.plugins.module_utils.bench_client import BenchError
 
 import bench_client_overhead  # noqa: E402  (benchmarks/: the scripted server)
 

@@ -7,26 +7,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
 import random
-import sys
-import tempfile
 
 import pytest
 
-try:
-    from ansible_collections.llmops.sglang.plugins.module_utils import bench_metrics as bm
-    from ansible_collections.llmops.sglang.plugins.module_utils.bench_client import RequestRecord
-except ImportError:  # plain pytest from the repo root: expose the repo as ansible_collections.llmops.sglang
-    _ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
-    _BASE = os.path.join(tempfile.gettempdir(), 'llmops-sglang-pytest')
-    _LINK = os.path.join(_BASE, 'ansible_collections', 'llmops', 'sglang')
-    if not os.path.exists(_LINK):
-        os.makedirs(os.path.dirname(_LINK), exist_ok=True)
-        os.symlink(_ROOT, _LINK)
-    sys.path.insert(0, _BASE)
-    from ansible_collections.llmops.sglang.plugins.module_utils import bench_metrics as bm
-    from ansible_collections.llmops.sglang.plugins.module_utils.bench_client import RequestRecord
+from ansible_collections.llmops.sglang.plugins.module_utils import bench_metrics as bm
+from ansible_collections.llmops.sglang.plugins.module_utils.bench_client import RequestRecord
 
 
 def _numpy_linear(values, pct):

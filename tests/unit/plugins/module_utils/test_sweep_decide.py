@@ -7,23 +7,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
-import sys
-import tempfile
-
 import pytest
 
-try:
-    from ansible_collections.llmops.sglang.plugins.module_utils import sweep_decide as sd
-except ImportError:  # plain pytest from the repo root: expose the repo as ansible_collections.llmops.sglang
-    _ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
-    _BASE = os.path.join(tempfile.gettempdir(), 'llmops-sglang-pytest')
-    _LINK = os.path.join(_BASE, 'ansible_collections', 'llmops', 'sglang')
-    if not os.path.exists(_LINK):
-        os.makedirs(os.path.dirname(_LINK), exist_ok=True)
-        os.symlink(_ROOT, _LINK)
-    sys.path.insert(0, _BASE)
-    from ansible_collections.llmops.sglang.plugins.module_utils import sweep_decide as sd
+from ansible_collections.llmops.sglang.plugins.module_utils import sweep_decide as sd
 
 
 # The seed's figures (Qwen3.5-122B-A10B-FP8, 4x RTX PRO 6000 Blackwell): per-request tok/s at c=1.

@@ -11,20 +11,8 @@ import csv
 import io
 import json
 import os
-import sys
-import tempfile
 
-try:
-    from ansible_collections.llmops.sglang.plugins.module_utils import sweep_pin, sweep_report, sweep_decide
-except ImportError:  # plain pytest from the repo root: expose the repo as ansible_collections.llmops.sglang
-    _ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
-    _BASE = os.path.join(tempfile.gettempdir(), 'llmops-sglang-pytest')
-    _LINK = os.path.join(_BASE, 'ansible_collections', 'llmops', 'sglang')
-    if not os.path.exists(_LINK):
-        os.makedirs(os.path.dirname(_LINK), exist_ok=True)
-        os.symlink(_ROOT, _LINK)
-    sys.path.insert(0, _BASE)
-    from ansible_collections.llmops.sglang.plugins.module_utils import sweep_pin, sweep_report, sweep_decide
+from ansible_collections.llmops.sglang.plugins.module_utils import sweep_pin, sweep_report, sweep_decide
 
 import yaml
 
@@ -32,7 +20,7 @@ USER_FILE = """---
 # Connection settings: keep me
 ansible_host: 10.0.0.5  # the GPU box
 team: inference   # owner
-sglang_speculative_num_steps: 2  # set by hand
+sglang_service_speculative_num_steps: 2  # set by hand
 extra:
   - a
   - b
@@ -40,21 +28,21 @@ extra:
 
 
 def pinned(steps, date='2026-11-29T00:00:00Z'):
-    return {'sglang_speculative_num_steps': steps, 'sglang_speculative_eagle_topk': 1,
-            'sglang_speculative_num_draft_tokens': steps + 1,
+    return {'sglang_service_speculative_num_steps': steps, 'sglang_service_speculative_eagle_topk': 1,
+            'sglang_service_speculative_num_draft_tokens': steps + 1,
             'sglang_spec_sweep': {'objective': 'agentic', 'date': date, 'winner': steps,
                                   'results': [{'steps': steps, 'per_request_tok_s': {1: 277.0}}]}}
 
 
 def test_update_keeps_comments_and_other_keys():
     new, changed = sweep_pin.update_text(USER_FILE, pinned(4))
-    assert set(changed) == {'sglang_speculative_num_steps', 'sglang_speculative_eagle_topk',
-                            'sglang_speculative_num_draft_tokens', 'sglang_spec_sweep'}
+    assert set(changed) == {'sglang_service_speculative_num_steps', 'sglang_service_speculative_eagle_topk',
+                            'sglang_service_speculative_num_draft_tokens', 'sglang_spec_sweep'}
     for kept in ('# Connection settings: keep me', '# the GPU box', '# owner', '  - a'):
         assert kept in new
     data = yaml.safe_load(new)
     assert data['team'] == 'inference' and data['extra'] == ['a', 'b']
-    assert data['sglang_speculative_num_steps'] == 4 and data['sglang_spec_sweep']['winner'] == 4
+    assert data['sglang_service_speculative_num_steps'] == 4 and data['sglang_spec_sweep']['winner'] == 4
     assert new.startswith('---\n')
 
 
@@ -67,12 +55,12 @@ def test_same_outcome_changes_nothing_even_with_a_new_date():
 def test_another_winner_changes_the_file():
     first, _changed = sweep_pin.update_text(USER_FILE, pinned(4))
     second, changed = sweep_pin.update_text(first, pinned(3))
-    assert 'sglang_speculative_num_steps' in changed and yaml.safe_load(second)['sglang_speculative_num_steps'] == 3
+    assert 'sglang_service_speculative_num_steps' in changed and yaml.safe_load(second)['sglang_service_speculative_num_steps'] == 3
 
 
 def test_empty_file_and_path_choice(tmp_path):
     new, changed = sweep_pin.update_text('', pinned(4))
-    assert yaml.safe_load(new)['sglang_speculative_num_steps'] == 4 and changed
+    assert yaml.safe_load(new)['sglang_service_speculative_num_steps'] == 4 and changed
     inv = str(tmp_path)
     assert sweep_pin.host_vars_path(inv, 'gpu1') == os.path.join(inv, 'host_vars', 'gpu1.yml')
     os.makedirs(os.path.join(inv, 'host_vars', 'gpu2'))

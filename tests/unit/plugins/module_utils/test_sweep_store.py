@@ -9,20 +9,8 @@ __metaclass__ = type
 
 import json
 import os
-import sys
-import tempfile
 
-try:
-    from ansible_collections.llmops.sglang.plugins.module_utils import sweep_store as st
-except ImportError:  # plain pytest from the repo root: expose the repo as ansible_collections.llmops.sglang
-    _ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
-    _BASE = os.path.join(tempfile.gettempdir(), 'llmops-sglang-pytest')
-    _LINK = os.path.join(_BASE, 'ansible_collections', 'llmops', 'sglang')
-    if not os.path.exists(_LINK):
-        os.makedirs(os.path.dirname(_LINK), exist_ok=True)
-        os.symlink(_ROOT, _LINK)
-    sys.path.insert(0, _BASE)
-    from ansible_collections.llmops.sglang.plugins.module_utils import sweep_store as st
+from ansible_collections.llmops.sglang.plugins.module_utils import sweep_store as st
 
 FP = {'workload': 'synthetic', 'levels': [1, 2], 'output_len': 64}
 

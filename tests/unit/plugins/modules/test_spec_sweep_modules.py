@@ -15,7 +15,7 @@ import tempfile
 
 import pytest
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
+# tests/conftest.py links this checkout there as ansible_collections/llmops/sglang.
 BASE = os.path.join(tempfile.gettempdir(), 'llmops-sglang-pytest-%d' % os.getuid())
 ANSIBLE = os.path.join(os.path.dirname(sys.executable), 'ansible')
 
@@ -23,10 +23,6 @@ pytestmark = pytest.mark.skipif(not os.path.exists(ANSIBLE), reason='needs the a
 
 
 def run(module, args, *flags):
-    if not os.path.exists(os.path.join(BASE, 'ansible_collections', 'llmops', 'sglang')):
-        link = os.path.join(BASE, 'ansible_collections', 'llmops', 'sglang')
-        os.makedirs(os.path.dirname(link), exist_ok=True)
-        os.symlink(ROOT, link)
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=BASE, ANSIBLE_PYTHON_INTERPRETER=sys.executable,
                ANSIBLE_LOCALHOST_WARNING='0', ANSIBLE_INVENTORY_UNPARSED_WARNING='0', ANSIBLE_NOCOLOR='1')
     cmd = [ANSIBLE, 'localhost', '-m', 'llmops.sglang.' + module, '-a', json.dumps(args)] + list(flags)
@@ -52,14 +48,14 @@ def test_pin_check_diff_apply_idempotent(tmp_path):
     hv = inv / 'host_vars' / 'gpu1.yml'
     hv.write_text('---\n# mine\nfoo: 1  # keep\n')
     args = {'inventory_dir': str(inv), 'host': 'gpu1',
-            'values': {'sglang_speculative_num_steps': 4, 'sglang_spec_sweep': {'winner': 4, 'date': 'd1'}}}
+            'values': {'sglang_service_speculative_num_steps': 4, 'sglang_spec_sweep': {'winner': 4, 'date': 'd1'}}}
     res = run('spec_sweep_pin', args, '--check', '--diff')
-    assert res['changed'] and '+sglang_speculative_num_steps: 4' in res['_diff_text']
+    assert res['changed'] and '+sglang_service_speculative_num_steps: 4' in res['_diff_text']
     assert hv.read_text() == '---\n# mine\nfoo: 1  # keep\n'
     res = run('spec_sweep_pin', args)
     assert res['changed'] and res['path'] == str(hv)
     text = hv.read_text()
-    assert '# keep' in text and 'sglang_speculative_num_steps: 4' in text
+    assert '# keep' in text and 'sglang_service_speculative_num_steps: 4' in text
     args['values']['sglang_spec_sweep']['date'] = 'd2'
     res = run('spec_sweep_pin', args)
     assert not res['changed'] and hv.read_text() == text

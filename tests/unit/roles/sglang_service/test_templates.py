@@ -105,17 +105,17 @@ def env_file(text):
 
 
 SEED = dict(
-    sglang_model_path="/models/Qwen3.5-122B-A10B-FP8",
-    sglang_served_model_name="Qwen3.5-122B-A10B-FP8",
-    sglang_tp_size=4,
-    sglang_kv_cache_dtype="bf16",
-    sglang_speculative_algorithm="NEXTN",
-    sglang_speculative_num_steps=4,
-    sglang_speculative_eagle_topk=1,
-    sglang_cuda_home="/usr/local/cuda-13.0",
-    sglang_ld_library_path="/usr/local/cuda-13.0/lib64",
-    sglang_cuda_visible_devices="0,1,2,3",
-    sglang_nccl_env={"NCCL_IB_DISABLE": "1", "NCCL_P2P_LEVEL": "SYS"},
+    sglang_service_model_path="/models/Qwen3.5-122B-A10B-FP8",
+    sglang_service_served_model_name="Qwen3.5-122B-A10B-FP8",
+    sglang_service_tp_size=4,
+    sglang_service_kv_cache_dtype="bf16",
+    sglang_service_speculative_algorithm="NEXTN",
+    sglang_service_speculative_num_steps=4,
+    sglang_service_speculative_eagle_topk=1,
+    sglang_service_cuda_home="/usr/local/cuda-13.0",
+    sglang_service_ld_library_path="/usr/local/cuda-13.0/lib64",
+    sglang_service_cuda_visible_devices="0,1,2,3",
+    sglang_service_nccl_env={"NCCL_IB_DISABLE": "1", "NCCL_P2P_LEVEL": "SYS"},
 )
 
 
@@ -143,16 +143,16 @@ def test_seed_configuration_flags():
 
 @pytest.mark.parametrize("steps", [1, 2, 3, 5, 10])
 def test_draft_tokens_follow_steps_with_topk_1(steps):
-    f = flags(exec_argv(render("sglang.service.j2", dict(SEED, sglang_speculative_num_steps=steps))))
+    f = flags(exec_argv(render("sglang.service.j2", dict(SEED, sglang_service_speculative_num_steps=steps))))
     assert f["--speculative-num-steps"] == str(steps)
     assert f["--speculative-num-draft-tokens"] == str(steps + 1)
 
 
 def test_explicit_tree_drafting():
     f = flags(exec_argv(render("sglang.service.j2", dict(
-        SEED, sglang_speculative_algorithm="EAGLE3", sglang_speculative_num_steps=5,
-        sglang_speculative_eagle_topk=8, sglang_speculative_num_draft_tokens=32,
-        sglang_speculative_draft_model_path="/models/eagle3 draft"))))
+        SEED, sglang_service_speculative_algorithm="EAGLE3", sglang_service_speculative_num_steps=5,
+        sglang_service_speculative_eagle_topk=8, sglang_service_speculative_num_draft_tokens=32,
+        sglang_service_speculative_draft_model_path="/models/eagle3 draft"))))
     assert f["--speculative-algorithm"] == "EAGLE3"
     assert f["--speculative-eagle-topk"] == "8"
     assert f["--speculative-num-draft-tokens"] == "32"
@@ -160,18 +160,18 @@ def test_explicit_tree_drafting():
 
 
 def test_no_speculative_block_without_algorithm():
-    f = flags(exec_argv(render("sglang.service.j2", {"sglang_model_path": "/m"})))
+    f = flags(exec_argv(render("sglang.service.j2", {"sglang_service_model_path": "/m"})))
     assert not [k for k in f if k.startswith("--speculative")]
     assert f["--tp-size"] == "1" and f["--kv-cache-dtype"] == "auto"
 
 
 def test_tuning_knobs_and_extra_args():
     argv = exec_argv(render("sglang.service.j2", dict(
-        SEED, sglang_dp_size=2, sglang_mem_fraction_static=0.88, sglang_max_running_requests=32,
-        sglang_cuda_graph_max_bs=64, sglang_context_length=131072, sglang_chunked_prefill_size=-1,
-        sglang_attention_backend="flashinfer", sglang_trust_remote_code=True, sglang_enable_metrics=False,
-        sglang_host="0.0.0.0", sglang_port=30011,
-        sglang_extra_args=["--disable-radix-cache", "--json-model-override-args", '{"a": "b c"}', "50%$HOME"])))
+        SEED, sglang_service_dp_size=2, sglang_service_mem_fraction_static=0.88, sglang_service_max_running_requests=32,
+        sglang_service_cuda_graph_max_bs=64, sglang_service_context_length=131072, sglang_service_chunked_prefill_size=-1,
+        sglang_service_attention_backend="flashinfer", sglang_service_trust_remote_code=True, sglang_service_enable_metrics=False,
+        sglang_service_host="0.0.0.0", sglang_service_port=30011,
+        sglang_service_extra_args=["--disable-radix-cache", "--json-model-override-args", '{"a": "b c"}', "50%$HOME"])))
     f = flags(argv)
     assert f["--dp-size"] == "2"
     assert f["--mem-fraction-static"] == "0.88"
@@ -190,7 +190,7 @@ def test_tuning_knobs_and_extra_args():
 
 def test_simulator_launch_and_profile():
     argv = exec_argv(render("sglang.service.j2", dict(
-        SEED, sglang_launch_module="sglang_sim", sglang_sim_profile="/controller/profile.yaml",
+        SEED, sglang_service_launch_module="sglang_sim", sglang_service_sim_profile="/controller/profile.yaml",
         sglang_service_name="sglang-qwen")))
     assert argv[:3] == ["/opt/sglang/venv/bin/python", "-m", "sglang_sim"]
     # the host-side copy, not the controller path
@@ -199,14 +199,14 @@ def test_simulator_launch_and_profile():
 
 def test_existing_interpreter():
     argv = exec_argv(render("sglang.service.j2", dict(
-        SEED, sglang_python_source="existing", sglang_python="/srv/conda/envs/sglang/bin/python3")))
+        SEED, sglang_service_python_source="existing", sglang_service_python="/srv/conda/envs/sglang/bin/python3")))
     assert argv[0] == "/srv/conda/envs/sglang/bin/python3"
 
 
 def test_unit_settings():
     s = unit_sections(render("sglang.service.j2", dict(
         SEED, sglang_service_name="sglang-qwen", sglang_service_user="llm", sglang_service_group="gpu",
-        sglang_memory_max="200G", sglang_limit_memlock="infinity", sglang_limit_nofile=65536)))
+        sglang_service_memory_max="200G", sglang_service_limit_memlock="infinity", sglang_service_limit_nofile=65536)))
     svc, unit = s["Service"], s["Unit"]
     assert svc["User"] == "llm" and svc["Group"] == "gpu"
     assert svc["EnvironmentFile"] == "/etc/sglang/sglang-qwen.env"
@@ -224,19 +224,19 @@ def test_unit_settings():
 
 def test_api_key_only_in_environment_file():
     key = "sk-very$ecret\"key"
-    unit = render("sglang.service.j2", dict(SEED, sglang_api_key=key))
+    unit = render("sglang.service.j2", dict(SEED, sglang_service_api_key=key))
     assert key not in unit and "ecret" not in unit
     argv = exec_argv(unit)
     # systemd substitutes ${SGLANG_API_KEY} from the environment file at start
     assert argv[argv.index("--api-key") + 1] == "${SGLANG_API_KEY}"
-    env = env_file(render("sglang.env.j2", dict(SEED, sglang_api_key=key)))
+    env = env_file(render("sglang.env.j2", dict(SEED, sglang_service_api_key=key)))
     assert env["SGLANG_API_KEY"] == key
     assert "--api-key" not in exec_argv(render("sglang.service.j2", SEED))
     assert "SGLANG_API_KEY" not in env_file(render("sglang.env.j2", SEED))
 
 
 def test_environment_file():
-    env = env_file(render("sglang.env.j2", dict(SEED, sglang_environment={"HF_HOME": "/data/hf", "SGLANG_X": "a b"})))
+    env = env_file(render("sglang.env.j2", dict(SEED, sglang_service_environment={"HF_HOME": "/data/hf", "SGLANG_X": "a b"})))
     assert env["CUDA_HOME"] == "/usr/local/cuda-13.0"
     assert env["LD_LIBRARY_PATH"] == "/usr/local/cuda-13.0/lib64"
     assert env["CUDA_VISIBLE_DEVICES"] == "0,1,2,3"
@@ -247,5 +247,5 @@ def test_environment_file():
 
 
 def test_environment_file_minimal_and_explicit_path():
-    env = env_file(render("sglang.env.j2", {"sglang_model_path": "/m", "sglang_env_path": "/usr/bin:/bin"}))
+    env = env_file(render("sglang.env.j2", {"sglang_service_model_path": "/m", "sglang_service_env_path": "/usr/bin:/bin"}))
     assert env == {"PATH": "/usr/bin:/bin"}
