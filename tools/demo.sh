@@ -5,7 +5,7 @@
 #
 #   tools/demo.sh                 # sweep sim1, print the table, the pinned value and the time split
 #   DEMO_HOSTS="sim1 sim2" tools/demo.sh   # both simulated hosts in parallel
-#   DEMO_KEEP=1 tools/demo.sh     # leave the test hosts running (the winner keeps serving)
+#   DEMO_CLEANUP=1 tools/demo.sh  # stop the test hosts at the end (by default the winner keeps serving)
 #   DEMO_ARGS='-e sweep_objective=throughput' tools/demo.sh
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,7 +19,7 @@ res="$top/results/demo"
 declare -A ssh_port=([sim1]=2230 [sim2]=2231)
 
 cleanup() {
-  if [ -z "${DEMO_KEEP:-}" ]; then
+  if [ -n "${DEMO_CLEANUP:-}" ]; then
     # shellcheck disable=SC2086
     tools/testhost destroy $hosts >/dev/null 2>&1 || true
   fi
@@ -46,7 +46,7 @@ for h in $hosts; do
   echo "=== $h: report $res/$h/report/report.md"
   sed -n '/^## Results/,/^## Verdicts/p' "$res/$h/report/report.md" | sed '$d'
   echo "=== $h: pinned into $inv/host_vars/$h.yml"
-  grep -E '^sglang_speculative_(num_steps|eagle_topk|num_draft_tokens):' "$inv/host_vars/$h.yml"
+  grep -E '^sglang_service_speculative_(num_steps|eagle_topk|num_draft_tokens):' "$inv/host_vars/$h.yml"
 done
 
 # Where the time went: server restarts (start -> ready, as the role measured it), benchmarking
@@ -65,3 +65,11 @@ wall = end - start
 print('\nwall time %.0f s: server restarts (start to ready) %.0f s, benchmarking %.0f s, everything else %.0f s'
       % (wall, ready, bench, wall - ready - bench))
 PY
+
+if [ -z "${DEMO_CLEANUP:-}" ]; then
+  declare -A api_port=([sim1]=30030 [sim2]=30031)
+  for h in $hosts; do
+    echo "$h keeps serving its winner: curl -s http://127.0.0.1:${api_port[$h]}/get_server_info"
+  done
+  echo "stop the test hosts with: make testhosts-down"
+fi
