@@ -478,6 +478,30 @@ class SimServer(object):
         return {"prompt_tokens": req.prompt_tokens, "total_tokens": req.prompt_tokens + req.completion_tokens,
                 "completion_tokens": req.completion_tokens, "prompt_tokens_details": None}
 
+    def _openai_stream_writers(self, head, close, obj, cid, created, model, include_usage):
+        """SSE writers shared by /v1/completions and /v1/chat/completions.
+
+        `head` is the pre-serialised chunk up to the text, `close` what ends the text (`"` for a
+        completion, `"}` for a chat delta); both are built once per request to keep the per-chunk
+        work to string joins.
+        """
+        def chunk(req, piece, final):
+            if final:
+                reason, matched = self._finish_str(req)
+                tail = close + ', "logprobs": null, "finish_reason": %s, "matched_stop": %s}], "usage": null}\n\n' % (
+                    json.dumps(reason), json.dumps(matched))
+            else:
+                tail = close + ', "logprobs": null, "finish_reason": null, "matched_stop": null}], "usage": null}\n\n'
+            return ("data: " + head + piece + tail).encode()
+
+        def usage(req):
+            if not include_usage:
+                return None
+            return ("data: " + json.dumps({"id": cid, "object": obj, "created": created, "model": model,
+                                           "choices": [], "usage": self._usage(req)}) + "\n\n").encode()
+
+        return chunk, usage
+
     @staticmethod
     def _finish_str(req):
         reason = req.finish_reason or {}
@@ -516,21 +540,7 @@ class SimServer(object):
         head = '{"id": "%s", "object": "text_completion", "created": %d, "model": %s, "choices": [{"index": 0, "text": "' % (
             cid, created, json.dumps(model))
 
-        def chunk(req, piece, final):
-            if final:
-                reason, matched = self._finish_str(req)
-                tail = '", "logprobs": null, "finish_reason": %s, "matched_stop": %s}], "usage": null}\n\n' % (
-                    json.dumps(reason), json.dumps(matched))
-            else:
-                tail = '", "logprobs": null, "finish_reason": null, "matched_stop": null}], "usage": null}\n\n'
-            return ("data: " + head + piece + tail).encode()
-
-        def usage(req):
-            if not include_usage:
-                return None
-            return ("data: " + json.dumps({"id": cid, "object": "text_completion", "created": created, "model": model,
-                                           "choices": [], "usage": self._usage(req)}) + "\n\n").encode()
-
+        chunk, usage = self._openai_stream_writers(head, '"', "text_completion", cid, created, model, include_usage)
         return await self._stream(request, key, prompt_tokens, max_new, temperature, ignore_eos, chunk, epilogue=usage)
 
     async def chat_completions(self, request):
@@ -583,22 +593,14 @@ class SimServer(object):
                 "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
                              "finish_reason": None, "matched_stop": None}], "usage": None}) + "\n\n").encode()
 
+        delta_chunk, usage = self._openai_stream_writers(head, '"}', "chat.completion.chunk", cid, created, model,
+                                                         include_usage)
+
         def chunk(req, piece, final):
+            # The first piece's leading space is dropped, as the non-streaming answer lstrips it.
             if req.text == piece and piece.startswith(" "):
                 piece = piece[1:]
-            if final:
-                reason, matched = self._finish_str(req)
-                tail = '"}, "logprobs": null, "finish_reason": %s, "matched_stop": %s}], "usage": null}\n\n' % (
-                    json.dumps(reason), json.dumps(matched))
-            else:
-                tail = '"}, "logprobs": null, "finish_reason": null, "matched_stop": null}], "usage": null}\n\n'
-            return ("data: " + head + piece + tail).encode()
-
-        def usage(req):
-            if not include_usage:
-                return None
-            return ("data: " + json.dumps({"id": cid, "object": "chat.completion.chunk", "created": created,
-                                           "model": model, "choices": [], "usage": self._usage(req)}) + "\n\n").encode()
+            return delta_chunk(req, piece, final)
 
         return await self._stream(request, key, prompt_tokens, max_new, temperature, ignore_eos, chunk,
                                   prologue=first, epilogue=usage)
