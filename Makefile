@@ -51,7 +51,7 @@ test: deps venv  ## Everything CI runs: lint, sanity, pytest, molecule
 demo: deps venv install  ## A full speculative sweep against the simulator on a local test host
 	tools/demo.sh
 
-testhosts-down:  ## Stop every test host tools/testhost started
+testhosts-down:  ## Stop every test host tools/testhost started, of any run (make test stops only its own)
 	tools/testhost destroy --all
 
 clean: testhosts-down  ## Remove the venv and build outputs (keeps the rootfs cache)

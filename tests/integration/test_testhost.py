@@ -1,7 +1,11 @@
 """tools/testhost: real systemd hosts come up, are reusable, and go away cleanly.
 
-Runs as root only (systemd-nspawn needs it); boots two hosts at once on ports 2205/2206.
+Runs as root only (systemd-nspawn needs it); boots two hosts at once on ports 2205/2206, each
+tagged with a test run of its own, under a machine-wide lock so that two pytest runs (two
+checkouts' `make test`) take turns instead of fighting over the names and ports.
 """
+import contextlib
+import fcntl
 import json
 import os
 import subprocess
@@ -15,13 +19,34 @@ import pytest
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 TESTHOST = os.path.join(ROOT, "tools", "testhost")
 HOSTS = {"pytest-th-a": 2205, "pytest-th-b": 2206}
+# Each host belongs to a run of its own, so that `destroy --run` and `leftovers --run` can be
+# shown to touch one run's hosts and not another's.
+RUNS = {name: "pytest-%d-%s" % (os.getpid(), name[-1]) for name in HOSTS}
+LOCK = os.path.join(os.environ.get("LLMOPS_TESTHOST_ROOT", "/var/lib/llmops-testhost"), "locks", "pytest-testhost")
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="systemd-nspawn needs root")
 
 
-def run_testhost(*args):
+def run_testhost(*args, run=None):
+    env = dict(os.environ)
+    env.pop("LLMOPS_TESTHOST_RUN", None)
+    if run:
+        env["LLMOPS_TESTHOST_RUN"] = run
     return subprocess.run([TESTHOST] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, check=False, timeout=300)
+                          text=True, check=False, timeout=300, env=env)
+
+
+@contextlib.contextmanager
+def machine_lock():
+    os.makedirs(os.path.dirname(LOCK), exist_ok=True)
+    with open(LOCK, "w", encoding="ascii") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print("another test run on this machine is using %s; waiting for %s" % (", ".join(HOSTS), LOCK),
+                  file=sys.stderr)
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
 
 
 def nspawn_pids():
@@ -32,10 +57,15 @@ def nspawn_pids():
 
 @pytest.fixture(scope="module")
 def two_hosts():
+    with machine_lock():
+        yield from boot_two_hosts()
+
+
+def boot_two_hosts():
     results = {}
 
     def create(name, port):
-        results[name] = run_testhost("create", name, "--ssh-port", str(port))
+        results[name] = run_testhost("create", name, "--ssh-port", str(port), run=RUNS[name])
 
     threads = [threading.Thread(target=create, args=item) for item in HOSTS.items()]
     started = time.monotonic()
@@ -51,6 +81,8 @@ def two_hosts():
         yield {name: json.loads(proc.stdout) for name, proc in results.items()}
     finally:
         run_testhost("destroy", *HOSTS)
+        for run in RUNS.values():
+            run_testhost("leftovers", "--run", run)  # forgets the run's record once nothing is left
 
 
 def test_two_hosts_at_once_answer_ansible_ping(two_hosts):
@@ -79,7 +111,7 @@ def test_each_host_runs_systemd_as_pid1(two_hosts):
 
 def test_create_twice_is_one_host(two_hosts):
     before = sorted(nspawn_pids())
-    again = run_testhost("create", "pytest-th-a", "--ssh-port", "2205")
+    again = run_testhost("create", "pytest-th-a", "--ssh-port", "2205", run=RUNS["pytest-th-a"])
     assert again.returncode == 0, again.stderr
     assert "already running" in again.stderr
     assert json.loads(again.stdout)["pid"] == two_hosts["pytest-th-a"]["pid"]
@@ -87,18 +119,41 @@ def test_create_twice_is_one_host(two_hosts):
 
 
 def test_same_name_on_another_port_is_refused(two_hosts):
-    proc = run_testhost("create", "pytest-th-a", "--ssh-port", "2207")
+    proc = run_testhost("create", "pytest-th-a", "--ssh-port", "2207", run=RUNS["pytest-th-a"])
     assert proc.returncode != 0
     assert "already runs on SSH port 2205" in proc.stderr
 
 
-def test_destroy_stops_only_its_own_host_and_leaves_nothing_mounted(two_hosts):
+def test_a_host_of_another_run_is_not_adopted(two_hosts):
+    proc = run_testhost("create", "pytest-th-a", "--ssh-port", "2205", run=RUNS["pytest-th-b"])
+    assert proc.returncode != 0
+    assert "already running for test run %s" % RUNS["pytest-th-a"] in proc.stderr
+    proc = run_testhost("create", "pytest-th-a", "--ssh-port", "2205")
+    assert proc.returncode != 0 and "this is no test run" in proc.stderr
+
+
+def test_list_shows_each_hosts_run(two_hosts):
+    listing = run_testhost("list").stdout.splitlines()
+    for name, run in RUNS.items():
+        assert any(line.split()[0] == name and line.split()[-1] == run for line in listing), listing
+
+
+def test_leftovers_names_a_running_host_of_the_run(two_hosts):
+    proc = run_testhost("leftovers", "--run", RUNS["pytest-th-b"])
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "host pytest-th-b: systemd-nspawn pid %d still running" % two_hosts["pytest-th-b"]["pid"] in proc.stdout
+
+
+def test_destroy_run_stops_only_that_runs_host_and_leaves_nothing_mounted(two_hosts):
     pid_b = two_hosts["pytest-th-b"]["pid"]
-    proc = run_testhost("destroy", "pytest-th-a")
+    proc = run_testhost("destroy", "--run", RUNS["pytest-th-a"])
     assert proc.returncode == 0, proc.stderr
     time.sleep(0.5)
     assert two_hosts["pytest-th-a"]["pid"] not in nspawn_pids()
-    assert pid_b in nspawn_pids(), "destroying one host must not touch another"
+    assert pid_b in nspawn_pids(), "destroying one run's hosts must not touch another run's"
     with open("/proc/mounts", encoding="utf-8") as fh:
         assert "pytest-th-a" not in fh.read()
     assert not os.path.exists(os.path.dirname(two_hosts["pytest-th-a"]["rootfs"]))
+    proc = run_testhost("leftovers", "--run", RUNS["pytest-th-a"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 host(s) created, none left running or mounted" in proc.stderr
