@@ -139,17 +139,29 @@ def synthetic_prompt(rng, input_len):
 def load_prompt_file(path):
     """Prompts from a JSONL file: one object per line with "prompt" (text)
     or "messages" (chat messages), optionally "max_tokens"."""
-    prompts = []
     with open(path, "r") as handle:
-        for lineno, line in enumerate(handle, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                prompts.append(json.loads(line))
-            except ValueError as exc:
-                raise ValueError("prompt_file %s line %d is not JSON: %s" % (path, lineno, exc))
-    return normalize_prompts(prompts, "prompt_file %s" % path)
+        return parse_prompt_lines(handle, "prompt_file %s" % path)
+
+
+def parse_prompt_lines(lines, origin):
+    """Prompts from JSONL lines (blank lines skipped). Errors name origin, the line and what is wrong."""
+    prompts = []
+    for lineno, line in enumerate(lines, 1):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError as exc:
+            raise ValueError("%s line %d is not JSON: %s" % (origin, lineno, exc))
+        try:
+            prompts.extend(normalize_prompts([item], "%s line %d:" % (origin, lineno)))
+        except ValueError:
+            raise ValueError("%s line %d must be a string or an object with 'prompt' (string) or 'messages' (list); got %s"
+                             % (origin, lineno, line[:80]))
+    if not prompts:
+        raise ValueError("%s holds no prompts (one JSON object per line with 'prompt' or 'messages')" % origin)
+    return prompts
 
 
 def normalize_prompts(items, origin="prompts"):

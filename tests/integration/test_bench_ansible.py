@@ -234,6 +234,33 @@ def test_role_rejects_bad_values_before_any_load(env, tmp_path):
     assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.parametrize("content,expected", [
+    ('{"prompt": "a"}\n{prompt: "b"}\n', "line 2 is not JSON: Expecting property name enclosed in double quotes"),
+    ('{"prompt": "a"}\n\n["b"]\n', "line 3 must be a string or an object with 'prompt' (string) or 'messages' (list)"),
+    ("\n\n", "holds no prompts"),
+])
+def test_role_names_the_prompt_file_line_and_fault(env, tmp_path, content, expected):
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text(content)
+    proc = playbook(env, tmp_path, """
+- name: Benchmark
+  hosts: all
+  gather_facts: false
+  roles:
+    - role: llmops.sglang.spec_bench
+      vars:
+        spec_bench_url: http://127.0.0.1:%d
+        spec_bench_workload: file
+        spec_bench_prompt_file: %s
+        spec_bench_results_dir: %s
+""" % (free_port(), prompts, tmp_path / "results"))
+    assert proc.returncode != 0
+    out = " ".join((proc.stdout + proc.stderr).split())  # the error box wraps long lines
+    assert "spec_bench_prompt_file %s %s" % (prompts, expected) in out, out
+    assert "Drive the load" not in proc.stdout
+    assert not (tmp_path / "results").exists()
+
+
 def test_role_in_check_mode_sends_no_load_and_writes_nothing(env, tmp_path):
     proc = playbook(env, tmp_path, """
 - name: Benchmark

@@ -104,6 +104,17 @@ class TestWorkloads:
         with pytest.raises(ValueError, match="item 1"):
             bw.normalize_prompts([{"text": "x"}])
 
+    @pytest.mark.parametrize("text,expected", [
+        ('{"prompt": "a"}\n{"prompt": "b",}\n', "prompt_file F line 2 is not JSON: "),
+        ('{"prompt": "a"}\n\n{"text": "b"}\n', "prompt_file F line 3 must be a string or an object with 'prompt'"),
+        ("\n  \n", "prompt_file F holds no prompts"),
+        ("", "prompt_file F holds no prompts"),
+    ])
+    def test_prompt_lines_name_the_line_and_the_fault(self, text, expected):
+        with pytest.raises(ValueError) as exc:
+            bw.parse_prompt_lines(text.splitlines(), "prompt_file F")
+        assert str(exc.value).startswith(expected), str(exc.value)
+
 
 def _sse(events, chunked=True, split_every=None):
     """An HTTP response body with the given SSE data payloads, optionally cut into odd pieces."""
