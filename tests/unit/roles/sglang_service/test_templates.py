@@ -249,3 +249,71 @@ def test_environment_file():
 def test_environment_file_minimal_and_explicit_path():
     env = env_file(render("sglang.env.j2", {"sglang_service_model_path": "/m", "sglang_service_env_path": "/usr/bin:/bin"}))
     assert env == {"PATH": "/usr/bin:/bin"}
+
+
+def directives(text):
+    """[(key, value)] of the [Service] section in order, repeated keys kept (DeviceAllow=, ...)."""
+    out, section = [], None
+    for line in text.splitlines():
+        if line.startswith("["):
+            section = line.strip("[]")
+        elif section == "Service" and line and not line.startswith("#") and "=" in line and not line.startswith(" "):
+            key, dummy, value = line.partition("=")
+            out.append((key, value))
+    return out
+
+
+def test_sandbox_keeps_the_gpus_and_the_working_directory():
+    found = directives(render("sglang.service.j2", SEED))
+    d = dict(found)
+    assert d["NoNewPrivileges"] == "yes" and d["ProtectSystem"] == "strict" and d["ProtectHome"] == "yes"
+    assert d["ReadWritePaths"] == "/var/lib/sglang"
+    assert d["DevicePolicy"] == "closed"
+    allowed = [v for k, v in found if k == "DeviceAllow"]
+    assert {"char-nvidia-frontend rw", "char-nvidia-uvm rw", "char-nvidia-caps rw"} <= set(allowed)
+    assert d["RestrictAddressFamilies"].split() == ["AF_UNIX", "AF_INET", "AF_INET6", "AF_NETLINK"]
+    assert d["CapabilityBoundingSet"] == ""
+    # what would break CUDA stays out
+    for key in ("PrivateDevices", "MemoryDenyWriteExecute", "ProcSubset", "PrivateNetwork", "IPAddressDeny"):
+        assert key not in d, key
+    # every sandbox directive carries its reason on the line above
+    lines = render("sglang.service.j2", SEED).splitlines()
+    start = lines.index("NoNewPrivileges=yes")
+    for i, line in enumerate(lines[start:], start):
+        if line.startswith("[Install]"):
+            break
+        if line and not line.startswith("#") and not lines[i - 1].startswith(line.partition("=")[0] + "="):
+            assert lines[i - 1].startswith("# ") and len(lines[i - 1]) > 12, line
+
+
+def test_sandbox_off_and_overrides():
+    off = dict(directives(render("sglang.service.j2", dict(SEED, sglang_service_hardening=False))))
+    assert "NoNewPrivileges" not in off and "ProtectSystem" not in off and "DeviceAllow" not in off
+    assert off["User"] == "sglang"
+    found = directives(render("sglang.service.j2", dict(
+        SEED, sglang_service_read_write_paths=["/data/hf", "/scratch"],
+        sglang_service_hardening_overrides={"ProtectHome": "read-only", "PrivateTmp": None,
+                                            "DeviceAllow": ["/dev/nvidia0 rw"], "IPAddressDeny": "any"})))
+    d = dict(found)
+    assert d["ReadWritePaths"] == "/var/lib/sglang /data/hf /scratch"
+    assert d["ProtectHome"] == "read-only"
+    assert "PrivateTmp" not in d
+    assert [v for k, v in found if k == "DeviceAllow"] == ["/dev/nvidia0 rw"]
+    assert d["IPAddressDeny"] == "any"
+
+
+def test_model_under_home_is_bound_in_read_only():
+    d = dict(directives(render("sglang.service.j2", dict(SEED, sglang_service_model_path="/home/ops/models/qwen"))))
+    assert d["ProtectHome"] == "tmpfs" and d["BindReadOnlyPaths"] == "/home/ops/models/qwen"
+    assert "BindReadOnlyPaths" not in dict(directives(render("sglang.service.j2", SEED)))
+
+
+@pytest.mark.parametrize("version, key, filtered", [
+    ("systemd 252 (252.39-1~deb12u2)\n+PAM", "sk-1", False),
+    ("systemd 253 (253.5-1)\n+PAM", "sk-1", True),
+    ("systemd 256 (256.7)\n+PAM", None, False),
+])
+def test_api_key_line_dropped_from_the_journal_where_systemd_can(version, key, filtered):
+    unit = render("sglang.service.j2", dict(
+        SEED, sglang_service_api_key=key, _sglang_service_systemctl_version={"stdout": version}))
+    assert ("LogFilterPatterns=~api_key" in unit.splitlines()) == filtered
