@@ -167,7 +167,7 @@ def test_accept_length_is_scoped_to_the_level(accuracy_profile):
         # Two-token requests verify once and accept 2: they drag the server's running average down.
         run(params(sim.url, requests_per_level=16, output_len=2), [4])
         result, _problem = run(params(sim.url, requests_per_level=2, output_len=129), [1])
-        with urllib.request.urlopen(sim.url + "/get_server_info", timeout=5) as resp:
+        with urllib.request.urlopen(sim.url + "/server_info", timeout=5) as resp:
             cumulative = json.loads(resp.read())["internal_states"][0]["avg_spec_accept_length"]
     finally:
         sim.stop()
