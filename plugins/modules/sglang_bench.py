@@ -266,8 +266,8 @@ levels:
       type: int
     max_running_requests:
       description:
-        - The limit the server's scheduler applies (requests at once over all DP ranks): SGLang 0.5.23's
-          C(internal_states[].effective_max_running_requests_per_dp), older servers' top-level value.
+        - The limit the server's scheduler applies (requests at once over all DP ranks), from SGLang 0.5.23's
+          C(internal_states[].effective_max_running_requests_per_dp), or older servers' top-level value.
         - Not SGLang 0.5.23's top-level C(max_running_requests), the resolved argument (48 with
           speculative decoding when unset); that one is in RV(server.resolved_max_running_requests).
       type: int
