@@ -65,7 +65,7 @@ def run_bench_serving(python, url, backend, tokenizer, concurrency, num_prompts,
            "--random-output-len", str(output_len), "--random-range-ratio", "1.0", "--num-prompts", str(num_prompts),
            "--max-concurrency", str(concurrency), "--request-rate", "inf", "--output-file", out,
            "--warmup-requests", "1", "--seed", "0"]
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
     if proc.returncode != 0 or not os.path.exists(out):
         raise SystemExit("bench_serving failed (%s):\n%s" % (" ".join(cmd), proc.stdout[-3000:]))
     with open(out) as handle:
@@ -106,7 +106,7 @@ def main():
         if not os.path.exists(path):
             raise SystemExit("%s: %s does not exist (see this script's docstring)" % (what, path))
     version = subprocess.run([opts.sglang_python, "-c", "import sglang; print(sglang.__version__)"],
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True).stdout.strip()
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True, check=False).stdout.strip()
     mod = import_sglang_bench()
     levels = [int(c) for c in opts.concurrency.split(",")]
     rows = []

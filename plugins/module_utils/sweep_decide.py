@@ -288,8 +288,8 @@ def beats(larger, smaller, margin):
     gain = _gain(larger['score'], smaller['score'])
     room = 'more batch room'
     if smaller.get('max_running_requests') is not None and larger.get('max_running_requests') is not None:
-        room = 'more batch room: max_running_requests %d against %d' % (smaller['max_running_requests'],
-                                                                       larger['max_running_requests'])
+        room = 'more batch room: max_running_requests %d against %d' % (
+            smaller['max_running_requests'], larger['max_running_requests'])
     return False, ('does not beat steps %d by more than the %.1f%% margin and the spread %s (%s vs %s, %s); '
                    'the smaller step count stays (less memory, %s)') % (
         smaller['steps'], 100 * margin, _fmt(noise), _fmt(larger['score']), _fmt(smaller['score']),

@@ -30,7 +30,7 @@ def tokenizer_dir(tmp_path_factory):
     tok.decoder = decoders.ByteLevel()
     words = CORPUS.split() + ["%s%s" % (a, b) for a in "abcdefghij" for b in "klmnopqrst"]
     rng = random.Random(0)
-    text = [CORPUS] + [" ".join(rng.choice(words) for _ in range(50)) for _ in range(200)]
+    text = [CORPUS] + [" ".join(rng.choice(words) for _word in range(50)) for _line in range(200)]
     tok.train_from_iterator(text, trainers.BpeTrainer(vocab_size=600, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
     path = tmp_path_factory.mktemp("tok")
     tok.save(str(path / "tokenizer.json"))

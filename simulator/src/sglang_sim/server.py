@@ -8,12 +8,10 @@ Shapes follow SGLang 0.5.23 (``srt/entrypoints/http_server.py``, ``srt/entrypoin
 
 import asyncio
 import json
-import math
 import os
 import signal
 import sys
 import time
-import uuid
 
 from aiohttp import web
 
