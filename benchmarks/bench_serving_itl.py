@@ -101,6 +101,9 @@ def main():
     ap.add_argument("--output-len", type=int, default=256)
     ap.add_argument("--tolerance", type=float, default=0.05)
     ap.add_argument("--json", help="also write the figures to this file")
+    ap.add_argument("--sim-without-tokenizer", action="store_true",
+                    help="counter-check: do not give the simulator the tokenizer (its words then are not single "
+                         "tokens of bench_serving's tokenizer, and the ITLs should disagree)")
     opts = ap.parse_args()
     for path, what in ((opts.sglang_python, "--sglang-python"), (os.path.join(opts.tokenizer, "tokenizer.json"), "--tokenizer")):
         if not os.path.exists(path):
@@ -113,8 +116,9 @@ def main():
     workdir = tempfile.mkdtemp(prefix="bench-serving-itl-")
     profile = write_profile(dict(PROFILE, name="bench-serving-itl"), workdir)
     args = ["--tp-size", "4", "--speculative-algorithm", "EAGLE", "--speculative-num-steps", str(STEPS),
-            "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", str(STEPS + 1),
-            "--tokenizer-path", opts.tokenizer]
+            "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", str(STEPS + 1)]
+    if not opts.sim_without_tokenizer:
+        args += ["--tokenizer-path", opts.tokenizer]
     with SimProcess(args, profile=profile) as sim:
         for api, backend in sorted(BACKENDS.items()):
             for conc in levels:
@@ -132,8 +136,9 @@ def main():
                              "sglang_bench_output_tokens": ours["output_tokens"],
                              "server_accept_length": ref.get("accept_length"),
                              "sglang_bench_accept_length": ours["accept_length"], "bench_serving_command": cmd})
-    print("SGLang bench_serving %s vs sglang_bench, simulator steps %d, %d prompts of %d in / %d out tokens"
-          % (version or "?", STEPS, opts.num_prompts, opts.input_len, opts.output_len))
+    print("SGLang bench_serving %s vs sglang_bench, simulator steps %d%s, %d prompts of %d in / %d out tokens"
+          % (version or "?", STEPS, " WITHOUT the tokenizer" if opts.sim_without_tokenizer else "", opts.num_prompts,
+             opts.input_len, opts.output_len))
     print("%-12s %4s %10s %10s %7s %10s %10s %7s %10s %10s" % (
         "api", "conc", "bs mean", "ours mean", "diff", "bs p50", "ours p50", "diff", "bs retok", "ours tok"))
     worst = 0.0
