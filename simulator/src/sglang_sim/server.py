@@ -310,7 +310,7 @@ class SimServer(object):
         gauge("cache_hit_rate", (st.cached_tokens_total / float(st.prompt_tokens_total)) if st.prompt_tokens_total else 0.0)
         gauge("spec_accept_length", st.avg_spec_accept_length or 0.0, help_text="The average acceptance length of speculative decoding.")
         gauge("spec_accept_rate", st.spec_accept_rate, help_text="The average acceptance rate of speculative decoding.")
-        gauge("max_running_requests", eng.mrr)
+        # 0.5.23 exports no sglang:max_running_requests gauge (observability/metrics_collector.py)
         gauge("max_total_num_tokens", eng.max_total_num_tokens)
         gauge("prompt_tokens_total", st.prompt_tokens_total, "counter", "Number of prefill tokens processed.")
         gauge("generation_tokens_total", st.generation_tokens_total, "counter", "Number of generation tokens processed.")
