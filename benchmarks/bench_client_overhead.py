@@ -112,7 +112,7 @@ class ScriptedServer:
             body = json.loads(await reader.readexactly(length)) if length else None
             if path == "/generate" and method == "POST":
                 await self.generate(body, writer)
-            elif path in ("/get_server_info", "/server_info"):
+            elif path == "/get_server_info":  # an older SGLang (0.5.4-like): no /server_info, which 0.5.23 serves
                 self.reply(writer, 200, self.server_info())
             elif path == "/v1/models":
                 self.reply(writer, 200, {"object": "list", "data": [{"id": "scripted/model", "object": "model"}]})

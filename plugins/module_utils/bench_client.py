@@ -236,7 +236,13 @@ def _error_message(status, text):
 
 
 class _NativeParser:
-    """SGLang /generate stream: meta_info.completion_tokens is cumulative."""
+    """SGLang /generate stream: meta_info.completion_tokens is cumulative.
+
+    SGLang 0.5.23 puts spec_verify_ct on the finished output only
+    (managers/tokenizer_manager.py:_calculate_spec_decoding_metrics); older
+    servers put it on every chunk. Either way the last value seen is the
+    request's total.
+    """
 
     @staticmethod
     def feed(rec, doc, now):
@@ -258,8 +264,10 @@ class _OpenAIParser:
     """OpenAI completions/chat streams.
 
     We ask for ``stream_options: {include_usage, continuous_usage_stats}``;
-    a server that honours continuous_usage_stats puts cumulative usage on
-    every chunk (exact per-token ITL). Otherwise usage arrives only on the
+    a server that honours continuous_usage_stats (SGLang 0.5.23
+    openai/utils.py:should_include_usage) puts cumulative usage on every
+    content chunk (exact per-token ITL). Chat's role chunk (empty content) and
+    its separate finish-reason chunk carry no text and are not counted. Otherwise usage arrives only on the
     final chunk: token counts stay exact, TTFT/decode rate use the content
     chunks' times, and ITL is reported as unavailable rather than guessed.
     """
@@ -285,8 +293,10 @@ class _OpenAIParser:
         if usage:
             rec.completion_tokens = usage.get("completion_tokens", rec.completion_tokens)
             rec.prompt_tokens = usage.get("prompt_tokens", rec.prompt_tokens)
-        # SGLang 0.5.23 (master, late 2026) answers return_spec_tokens_details with
-        # sglext.spec_tokens_details (a dict, or a list when n > 1); older servers omit it.
+        # SGLang 0.5.23 answers return_spec_tokens_details with a response-level chunk
+        # (choices: []) carrying sglext.spec_tokens_details, a dict (a list when n > 1)
+        # (entrypoints/openai/serving_completions.py:_generate_completion_stream,
+        # serving_chat.py:_generate_chat_stream); older servers omit it.
         details = (doc.get("sglext") or {}).get("spec_tokens_details")
         if isinstance(details, list):
             details = details[0] if details else None

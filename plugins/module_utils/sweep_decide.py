@@ -215,7 +215,16 @@ def summarize(config, objective, params=None):
         'tiebreak_se': tie_ses,
         'at': median(ats) if ats else None,
         'repeats': len(scores),
+        'max_running_requests': _batch_room(config),
     }
+
+
+def _batch_room(config):
+    """The server's effective max_running_requests over the repeats (what sglang_bench reports per level:
+    the limit that applies, not SGLang 0.5.23's resolved top-level 48)."""
+    values = [lv.get('max_running_requests') for r in config.get('repeats') or [] for lv in r.get('levels') or []]
+    room = median([v for v in values if v is not None])
+    return None if room is None else int(room)
 
 
 def _gain(new, old):
@@ -277,10 +286,14 @@ def beats(larger, smaller, margin):
         if _clears(st, lt, tie_noise):
             break
     gain = _gain(larger['score'], smaller['score'])
+    room = 'more batch room'
+    if smaller.get('max_running_requests') is not None and larger.get('max_running_requests') is not None:
+        room = 'more batch room: max_running_requests %d against %d' % (
+            smaller['max_running_requests'], larger['max_running_requests'])
     return False, ('does not beat steps %d by more than the %.1f%% margin and the spread %s (%s vs %s, %s); '
-                   'the smaller step count stays (less memory, more batch room)') % (
+                   'the smaller step count stays (less memory, %s)') % (
         smaller['steps'], 100 * margin, _fmt(noise), _fmt(larger['score']), _fmt(smaller['score']),
-        'n/a' if gain is None else '%+.1f%%' % (100 * gain))
+        'n/a' if gain is None else '%+.1f%%' % (100 * gain), room)
 
 
 def describe_objective(objective, params=None):

@@ -265,20 +265,30 @@ levels:
       description: Sum of spec_verify_ct of this level's requests.
       type: int
     max_running_requests:
-      description: The server's max_running_requests.
+      description:
+        - The limit the server's scheduler applies (requests at once over all DP ranks), from SGLang 0.5.23's
+          C(internal_states[].effective_max_running_requests_per_dp), or older servers' top-level value.
+        - Not SGLang 0.5.23's top-level C(max_running_requests), the resolved argument (48 with
+          speculative decoding when unset); that one is in RV(server.resolved_max_running_requests).
       type: int
       sample: 21
     max_total_num_tokens:
       description: The server's KV pool size in tokens.
       type: int
 server:
-  description: What the server reported from C(/get_server_info).
+  description: What the server reported from C(/server_info) (C(/get_server_info) on servers older than SGLang 0.5.23).
   returned: success
   type: dict
   contains:
     version:
       description: SGLang version.
       type: str
+    max_running_requests:
+      description: The effective limit, as in each level's RV(levels[].max_running_requests).
+      type: int
+    resolved_max_running_requests:
+      description: The top-level C(max_running_requests) the server reports (on SGLang 0.5.23 the resolved argument).
+      type: int
     server_args:
       description: The server arguments a tuning decision depends on (model, tp/dp, speculative settings, memory settings).
       type: dict
@@ -319,6 +329,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.bench_client import 
     post_json,
 )
 from ansible_collections.llmops.sglang.plugins.module_utils.bench_metrics import summarize_level
+from ansible_collections.llmops.sglang.plugins.module_utils import server_info as sinfo
 from ansible_collections.llmops.sglang.plugins.module_utils.bench_workloads import (
     AGENTIC_CODING_PROMPTS,
     body_factory,
@@ -326,8 +337,8 @@ from ansible_collections.llmops.sglang.plugins.module_utils.bench_workloads impo
     normalize_prompts,
 )
 
-# Server arguments worth keeping next to the figures (names as SGLang 0.5.x
-# /get_server_info reports them).
+# Server arguments worth keeping next to the figures (names as SGLang's
+# /server_info reports them).
 SERVER_ARG_KEYS = (
     "model_path", "served_model_name", "tp_size", "dp_size", "kv_cache_dtype", "mem_fraction_static",
     "max_running_requests", "cuda_graph_max_bs", "chunked_prefill_size", "context_length",
@@ -416,26 +427,25 @@ def requests_for(concurrency, requests_per_level, max_running=None):
 
 
 def _server_summary(info):
-    if not isinstance(info, dict):
-        return {"version": None, "server_args": {}}, None, None
-    states = info.get("internal_states") or [{}]
-    state = states[0] if isinstance(states, list) and states and isinstance(states[0], dict) else {}
-    # SGLang master reports the effective values in internal_states.
-    max_running = state.get("max_running_requests", info.get("max_running_requests"))
-    max_total = state.get("max_total_num_tokens", info.get("max_total_num_tokens"))
-    args = dict((k, info[k]) for k in SERVER_ARG_KEYS if k in info)
-    return {"version": info.get("version"), "server_args": args}, max_running, max_total
+    """(server dict, effective max_running_requests, max_total_num_tokens) through the shared reader."""
+    facts = sinfo.summary(info)
+    args = dict((k, info[k]) for k in SERVER_ARG_KEYS if k in info) if isinstance(info, dict) else {}
+    server = {"version": facts["version"], "server_args": args,
+              "max_running_requests": facts["max_running_requests"],
+              "resolved_max_running_requests": facts["resolved_max_running_requests"]}
+    return server, facts["max_running_requests"], facts["max_total_num_tokens"]
 
 
 async def fetch_server_info(endpoint):
-    """/get_server_info (0.5.x), falling back to /server_info (master)."""
-    status, doc, text = await get_json(endpoint, "/get_server_info")
-    if status == 404:
-        status, doc, text = await get_json(endpoint, "/server_info")
+    """/server_info (SGLang 0.5.23), falling back to /get_server_info (older servers)."""
+    for path in sinfo.PATHS:
+        status, doc, text = await get_json(endpoint, path)
+        if status not in sinfo.FALL_BACK_ON:
+            break
     if status == 401:
-        raise BenchError("the server refused api_key (HTTP 401) on /get_server_info")
+        raise BenchError("the server refused api_key (HTTP 401) on %s" % path)
     if status != 200 or not isinstance(doc, dict):
-        raise BenchError("GET /get_server_info answered HTTP %d: %s" % (status, text[:200]))
+        raise BenchError("GET %s answered HTTP %d: %s" % (path, status, text[:200]))
     return doc
 
 
@@ -469,7 +479,7 @@ async def run_benchmark(params, levels, prompts, log=None):
     except ServerUnreachable as exc:
         raise BenchError("url %s: server not reachable: %s" % (params["url"], exc))
     except asyncio.TimeoutError:
-        raise BenchError("server at %s accepted the connection but did not answer /get_server_info within request_timeout=%ss"
+        raise BenchError("server at %s accepted the connection but did not answer /server_info within request_timeout=%ss"
                          % (params["url"], params["request_timeout"]))
     server, max_running, max_total = _server_summary(info)
     model = await resolve_model(endpoint, params.get("model"), params["api"])

@@ -23,8 +23,9 @@ description:
     (not_enough_memory, cuda_graph_capture_failed, cuda_out_of_memory, unbalanced_memory or
     unknown) with SGLang's own remedy and the last journal lines; a timeout is diagnosed as
     C(timeout).
-  - Once ready it reads C(/get_server_info) (C(/server_info) on SGLang master) and compares it with
-    O(expect); any difference fails with the diagnosis C(verification_mismatch).
+  - Once ready it reads C(/server_info) (C(/get_server_info) on servers older than SGLang 0.5.23,
+    which deprecates that name) and compares it with O(expect); any difference fails with the
+    diagnosis C(verification_mismatch).
   - Failures return the same keys as success plus C(diagnosis), so that a C(rescue) can read them
     from C(ansible_failed_result).
 author:
@@ -121,7 +122,15 @@ version:
   returned: when ready
   type: str
 max_running_requests:
-  description: The server's effective max_running_requests.
+  description:
+    - The limit the scheduler applies, requests at once over all DP ranks (SGLang 0.5.23
+      C(internal_states[].effective_max_running_requests_per_dp); older servers' top-level value).
+    - Not the top-level C(max_running_requests) of SGLang 0.5.23, which is the resolved argument
+      (48 with speculative decoding when unset, whatever the KV cache holds).
+  returned: when ready
+  type: int
+resolved_max_running_requests:
+  description: The top-level C(max_running_requests) the server reports (on SGLang 0.5.23 the resolved argument).
   returned: when ready
   type: int
 max_total_num_tokens:
@@ -181,6 +190,7 @@ from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.urls import open_url
 from ansible_collections.llmops.sglang.plugins.module_utils.diagnosis import (
     diagnose, mismatch_diagnosis, timeout_diagnosis)
+from ansible_collections.llmops.sglang.plugins.module_utils import server_info as sinfo
 from ansible_collections.llmops.sglang.plugins.module_utils.service_systemd import (
     journal_first_match_monotonic, journal_lines, systemctl_show)
 
@@ -250,29 +260,18 @@ def crash_reason(first, now):
 
 
 def fetch_server_info(base, api_key):
-    """(info dict or None, last HTTP status)."""
-    # /get_server_info on 0.5.x; master renamed it /server_info and keeps the old name.
+    """(info dict or None, last HTTP status): /server_info, else /get_server_info (older servers)."""
     status = 0
-    for path in ('/get_server_info', '/server_info'):
+    for path in sinfo.PATHS:
         status, body = http_get(base + path, api_key, timeout=30)
         if status == 200:
             try:
                 return json.loads(body), status
             except ValueError:
                 return None, status
-        if status in (401, 403):
+        if status not in sinfo.FALL_BACK_ON:
             break
     return None, status
-
-
-def server_fact(info, key):
-    value = info.get(key)
-    if value is None:
-        # Scheduler-side values live in internal_states on newer SGLang.
-        for state in info.get('internal_states') or []:
-            if isinstance(state, dict) and state.get(key) is not None:
-                return state[key]
-    return value
 
 
 def main():
@@ -350,11 +349,13 @@ def main():
     info, status = fetch_server_info(base, p['api_key'])
     if info is None:
         hint = ' (is api_key the server\'s --api-key?)' if status in (401, 403) else ''
-        fail('answers /health_generate but /get_server_info gave HTTP %s%s.' % (status, hint), mismatch_diagnosis(
-            [{'key': 'get_server_info', 'expected': 'HTTP 200 with JSON', 'actual': status}]), read_journal())
-    result['version'] = info.get('version')
-    result['max_running_requests'] = server_fact(info, 'max_running_requests')
-    result['max_total_num_tokens'] = server_fact(info, 'max_total_num_tokens')
+        fail('answers /health_generate but /server_info gave HTTP %s%s.' % (status, hint), mismatch_diagnosis(
+            [{'key': 'server_info', 'expected': 'HTTP 200 with JSON', 'actual': status}]), read_journal())
+    facts = sinfo.summary(info)
+    result['version'] = facts['version']
+    result['max_running_requests'] = facts['max_running_requests']
+    result['resolved_max_running_requests'] = facts['resolved_max_running_requests']
+    result['max_total_num_tokens'] = facts['max_total_num_tokens']
     result['server_info'] = dict((k, info.get(k)) for k in sorted(set(p['expect']) | set((
         'tp_size', 'dp_size', 'kv_cache_dtype', 'speculative_algorithm', 'speculative_num_steps',
         'speculative_eagle_topk', 'speculative_num_draft_tokens', 'model_path', 'served_model_name'))))

@@ -1,4 +1,5 @@
-"""Contract tests: every endpoint, streaming and not, against SGLang 0.5.x shapes."""
+"""Contract tests: every endpoint, streaming and not, against SGLang 0.5.23 shapes
+(the source files named in server.py's comments)."""
 
 import json
 import time
@@ -15,29 +16,84 @@ def test_health_endpoints_answer_200_when_ready(client):
     assert client.get("/health_generate")[0] == 200
 
 
-def test_get_model_info_shape(client):
-    info = client.get_json("/get_model_info")
+def test_model_info_shape(client):
+    info = client.get_json("/model_info")
     assert info["model_path"] == "/models/sim"
+    assert info["served_model_name"] == "qwen-sim"
     assert info["is_generation"] is True
     assert isinstance(info["tokenizer_path"], str)
 
 
-@pytest.mark.parametrize("path", ["/get_server_info", "/server_info"])
-def test_server_info_has_server_args_and_state(client, path):
-    info = client.get_json(path)
+def _spec_decode_enough(client):
+    # internal_states[i].avg_spec_accept_length appears once a 40-decode-step interval was counted
+    client.post("/generate", {"text": "warm", "sampling_params": {"max_new_tokens": 400, "temperature": 0, "ignore_eos": True}})
+
+
+def test_server_info_has_resolved_args_and_the_effective_limit_per_dp(client):
+    _spec_decode_enough(client)
+    info = client.get_json("/server_info")
     for key in ("tp_size", "kv_cache_dtype", "speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
                 "speculative_num_draft_tokens", "max_running_requests", "max_total_num_tokens", "mem_fraction_static",
-                "port", "host", "model_path", "served_model_name", "version"):
+                "port", "host", "model_path", "served_model_name", "version", "launch_command", "startup_time",
+                "max_req_input_len", "frontend"):
         assert key in info, key
     assert info["tp_size"] == 4
     assert info["speculative_algorithm"] == "EAGLE"
     assert (info["speculative_num_steps"], info["speculative_eagle_topk"], info["speculative_num_draft_tokens"]) == (3, 1, 4)
     assert isinstance(info["max_total_num_tokens"], int) and info["max_total_num_tokens"] > 0
-    assert isinstance(info["max_running_requests"], int) and info["max_running_requests"] > 0
+    # 0.5.23: speculative decoding and no --max-running-requests resolve the top level to 48 ...
+    assert info["max_running_requests"] == 48
     assert isinstance(info["internal_states"], list) and len(info["internal_states"]) == 1
-    assert "avg_spec_accept_length" in info["internal_states"][0]
-    assert "last_gen_throughput" in info["internal_states"][0]
-    assert isinstance(info["version"], str)
+    state = info["internal_states"][0]
+    # ... and the limit the scheduler applies is per DP rank in internal_states
+    effective = state["effective_max_running_requests_per_dp"]
+    assert isinstance(effective, int) and 0 < effective
+    assert state["max_running_requests"] == 48  # the resolved args are repeated per rank
+    assert state["avg_spec_accept_length"] > 1.0
+    assert isinstance(state["last_gen_throughput"], float)
+    memory = state["memory_usage"]
+    assert memory["token_capacity"] == info["max_total_num_tokens"]
+    assert set(memory["graph"]) == {"prefill", "decode", "target_verify", "draft_prefill", "draft_decode", "draft_extend"}
+    assert "simulator" in info  # says plainly what it is
+
+
+def test_effective_limit_differs_from_the_resolved_48():
+    # an explicit --max-running-requests above what the KV pool holds: top level says what was asked,
+    # internal_states what applies
+    with SimProcess(["--tp-size", "4", "--speculative-algorithm", "EAGLE", "--speculative-num-steps", "3",
+                     "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4",
+                     "--max-running-requests", "100000"], profile="fast") as sim:
+        info = Client(sim.url).get_json("/server_info")
+        assert info["max_running_requests"] == 100000
+        assert info["internal_states"][0]["effective_max_running_requests_per_dp"] < 100000
+
+
+def test_no_spec_means_no_resolved_limit_and_no_accept_length():
+    with SimProcess(["--tp-size", "4"], profile="fast") as sim:
+        info = Client(sim.url).get_json("/server_info")
+        assert info["max_running_requests"] is None
+        state = info["internal_states"][0]
+        assert state["effective_max_running_requests_per_dp"] > 0
+        assert "avg_spec_accept_length" not in state
+        meta = json.loads(Client(sim.url).post("/generate", GEN)[2])["meta_info"]
+        assert not [k for k in meta if k.startswith("spec_")]
+
+
+def test_deprecated_endpoints_answer_and_log_a_warning(spec_server, client):
+    assert client.get_json("/get_server_info")["internal_states"]
+    assert client.get_json("/get_model_info")["model_path"] == "/models/sim"
+    log = spec_server.output()
+    assert ("Endpoint '/get_server_info' is deprecated and will be removed in a future version. "
+            "Please use '/server_info' instead.") in log
+    assert "Endpoint '/get_model_info' is deprecated" in log
+    before = log.count("is deprecated")
+    client.get_json("/server_info")
+    client.get_json("/model_info")
+    assert spec_server.output().count("is deprecated") == before
+
+
+SPEC_FINAL_KEYS = {"spec_accept_rate", "spec_accept_length", "spec_num_correct_drafts", "spec_num_proposed_drafts",
+                   "spec_verify_ct"}
 
 
 def test_generate_non_streaming(client):
@@ -50,11 +106,15 @@ def test_generate_non_streaming(client):
     assert meta["finish_reason"] == {"type": "length", "length": 24}
     assert meta["prompt_tokens"] > 0 and isinstance(meta["cached_tokens"], int)
     assert isinstance(meta["id"], str)
+    assert meta["num_retractions"] == 0 and "total_retractions" not in meta
+    assert meta["reasoning_tokens"] == 0
     assert 1 <= meta["spec_verify_ct"] <= 23
     assert isinstance(meta["e2e_latency"], float)
-    for key in ("spec_accept_length", "spec_accept_rate", "spec_accept_token_num", "spec_draft_token_num"):
-        assert key in meta
-    assert 1.0 <= meta["completion_tokens"] / meta["spec_verify_ct"] <= 3 + 1 + 1  # prefill token included
+    assert SPEC_FINAL_KEYS <= set(meta)
+    assert meta["spec_num_proposed_drafts"] == meta["spec_verify_ct"] * 3  # draft tokens - 1 per verify
+    assert 0 <= meta["spec_num_correct_drafts"] <= meta["spec_num_proposed_drafts"]
+    assert meta["spec_accept_length"] == meta["completion_tokens"] / meta["spec_verify_ct"]
+    assert 1.0 <= meta["spec_accept_length"] <= 3 + 1 + 1  # prefill token included
 
 
 def test_generate_streaming_chunks(client):
@@ -67,9 +127,11 @@ def test_generate_streaming_chunks(client):
     for c in chunks[:-1]:
         assert c["meta_info"]["finish_reason"] is None
         assert "e2e_latency" not in c["meta_info"]
+        # 0.5.23: the speculative counters come on the finished output only
+        assert not [k for k in c["meta_info"] if k.startswith("spec_")]
     last = chunks[-1]["meta_info"]
     assert last["finish_reason"]["type"] == "length"
-    assert "e2e_latency" in last and "spec_verify_ct" in last
+    assert "e2e_latency" in last and SPEC_FINAL_KEYS <= set(last)
     assert last["spec_verify_ct"] == len(chunks) - 1
     # text is cumulative
     assert all(chunks[i + 1]["text"].startswith(chunks[i]["text"]) for i in range(len(chunks) - 1))
@@ -105,6 +167,11 @@ def test_v1_completions(client):
     assert out["choices"][0]["finish_reason"] == "length"
     assert out["usage"]["completion_tokens"] == 7
     assert out["usage"]["total_tokens"] == out["usage"]["prompt_tokens"] + 7
+    assert "sglext" not in out
+    out = json.loads(client.post("/v1/completions", {"model": "qwen-sim", "prompt": "Say", "max_tokens": 7, "ignore_eos": True,
+                                                     "return_spec_tokens_details": True})[2])
+    details = out["sglext"]["spec_tokens_details"]
+    assert details["spec_accept_length"] == 7 / details["spec_verify_ct"]
 
 
 def test_v1_completions_stream_with_usage(client):
@@ -112,11 +179,36 @@ def test_v1_completions_stream_with_usage(client):
                                             "stream": True, "stream_options": {"include_usage": True}})
     usage = chunks[-1]
     assert usage["choices"] == [] and usage["usage"]["completion_tokens"] == 9
+    # serving_completions sends the final usage chunk with exclude_none
+    assert "prompt_tokens_details" not in usage["usage"]
     body = chunks[:-1]
     assert all(c["object"] == "text_completion" and c["usage"] is None for c in body)
+    assert len({c["id"] for c in chunks}) == 1
     assert body[-1]["choices"][0]["finish_reason"] == "length"
     assert all(c["choices"][0]["finish_reason"] is None for c in body[:-1])
     assert len("".join(c["choices"][0]["text"] for c in body).split()) == 9
+
+
+def test_v1_completions_stream_continuous_usage_and_spec_details(client):
+    chunks = client.sse("/v1/completions", {
+        "model": "qwen-sim", "prompt": "Say", "max_tokens": 30, "ignore_eos": True, "stream": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True}, "return_spec_tokens_details": True})
+    content, sglext, usage = chunks[:-2], chunks[-2], chunks[-1]
+    counts = [c["usage"]["completion_tokens"] for c in content]
+    assert counts[0] == 1 and counts[-1] == 30 and counts == sorted(counts)
+    # each chunk's usage counts exactly the words streamed so far
+    text = ""
+    for c in content:
+        text += c["choices"][0]["text"]
+        assert len(text.split()) == c["usage"]["completion_tokens"]
+        assert c["usage"]["total_tokens"] == c["usage"]["prompt_tokens"] + c["usage"]["completion_tokens"]
+    assert "sglext" not in content[-1]
+    assert sglext["choices"] == [] and sglext["usage"] is None
+    details = sglext["sglext"]["spec_tokens_details"]
+    assert details["spec_verify_ct"] == len(content) - 1
+    assert details["spec_accept_length"] == 30 / details["spec_verify_ct"]
+    assert details["spec_num_proposed_drafts"] == 3 * details["spec_verify_ct"]
+    assert usage["choices"] == [] and usage["usage"]["completion_tokens"] == 30
 
 
 def test_v1_chat_completions(client):
@@ -134,13 +226,35 @@ def test_v1_chat_stream_with_and_without_usage(client):
     body = {"model": "qwen-sim", "max_tokens": 6, "ignore_eos": True, "stream": True,
             "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]}
     chunks = client.sse("/v1/chat/completions", body)
-    assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
-    assert all(c["object"] == "chat.completion.chunk" for c in chunks)
+    # sse_utils.build_sse_content: reasoning_content always present, usage left out when None
+    assert chunks[0]["choices"][0]["delta"] == {"reasoning_content": None, "role": "assistant", "content": ""}
+    assert all(c["object"] == "chat.completion.chunk" and "usage" not in c for c in chunks)
+    # the finish reason comes in its own chunk, with an empty delta
     assert chunks[-1]["choices"][0]["finish_reason"] == "length"
+    assert chunks[-1]["choices"][0]["delta"] == {"reasoning_content": None}
+    assert all(c["choices"][0]["finish_reason"] is None for c in chunks[:-1])
     assert len("".join(c["choices"][0]["delta"].get("content", "") for c in chunks).split()) == 6
     chunks = client.sse("/v1/chat/completions", dict(body, stream_options={"include_usage": True}))
     assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] == 6
     assert chunks[-1]["usage"]["prompt_tokens"] > 0
+
+
+def test_v1_chat_stream_continuous_usage_and_spec_details(client):
+    chunks = client.sse("/v1/chat/completions", {
+        "model": "qwen-sim", "max_tokens": 30, "ignore_eos": True, "stream": True,
+        "messages": [{"role": "user", "content": "hi"}],
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True}, "return_spec_tokens_details": True})
+    role, content, finish, sglext, usage = chunks[0], chunks[1:-3], chunks[-3], chunks[-2], chunks[-1]
+    assert "usage" not in role and "usage" not in finish
+    text = ""
+    for c in content:
+        text += c["choices"][0]["delta"]["content"]
+        assert len(text.split()) == c["usage"]["completion_tokens"]
+    assert content[-1]["usage"]["completion_tokens"] == 30
+    assert finish["choices"][0]["finish_reason"] == "length"
+    details = sglext["sglext"]["spec_tokens_details"]
+    assert details["spec_verify_ct"] == len(content) - 1
+    assert usage["choices"] == [] and usage["usage"]["completion_tokens"] == 30
 
 
 def test_v1_models(client):
@@ -170,6 +284,7 @@ def test_metrics(client):
                  "sglang:time_to_first_token_seconds_bucket", "sglang:inter_token_latency_seconds_count",
                  "sglang:e2e_request_latency_seconds_sum"):
         assert name in text, name
+    assert "sglang:max_running_requests{" not in text  # 0.5.23 exports no such gauge
     gen_total = [line for line in text.splitlines() if line.startswith("sglang:generation_tokens_total")][0]
     assert float(gen_total.split()[-1]) >= 24
 
@@ -217,12 +332,12 @@ def test_api_key_enforced_except_health():
         assert anon.get("/health")[0] == 200
         assert anon.get("/health_generate")[0] == 200
         assert anon.get("/metrics")[0] == 200
-        for path in ("/get_server_info", "/v1/models", "/get_model_info"):
+        for path in ("/server_info", "/get_server_info", "/v1/models", "/model_info"):
             status, _headers, text = anon.get(path)
             assert status == 401 and json.loads(text) == {"error": "Unauthorized"}
         assert Client(sim.url, api_key="wrong").post("/generate", GEN)[0] == 401
         assert authed.post("/generate", GEN)[0] == 200
-        assert authed.get("/get_server_info")[0] == 200
+        assert authed.get("/server_info")[0] == 200
 
 
 def test_health_503_until_ready_and_sigterm_exits_promptly(tmp_path):

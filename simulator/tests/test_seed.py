@@ -46,9 +46,10 @@ def measured():
     out = {}
     for steps in range(1, 6):
         with SimProcess(launch(steps), profile="fast") as sim:
-            with urllib.request.urlopen(sim.url + "/get_server_info") as resp:
+            with urllib.request.urlopen(sim.url + "/server_info") as resp:
                 info = json.loads(resp.read().decode())
-            row = {"mrr": info["max_running_requests"]}
+            # SGLang 0.5.23: the limit that applies (the seed's figure) is per DP rank in internal_states
+            row = {"mrr": info["internal_states"][0]["effective_max_running_requests_per_dp"]}
             # steps 4 and 5 differ by < 2%: measure them on more tokens (the RNG is seeded)
             n, length = (5, 512) if steps >= 4 else (2, 192)
             row[1] = loadgen.measure(sim.url, 1, n, output_len=length)

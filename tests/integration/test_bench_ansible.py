@@ -114,6 +114,7 @@ def test_module_measures_and_sets_facts(env, tmp_path, server):
         assert lvl["max_running_requests"] == 48
         for key in ("ttft_s", "itl_s", "tpot_s", "e2e_latency_s"):
             assert set(lvl[key]) == {"mean", "p50", "p90", "p99"}
+    # the scripted server is an older SGLang: /server_info answers 404, the reader falls back
     assert res["server"]["version"] == "0.5.4-scripted"
     assert res["server"]["server_args"]["speculative_num_steps"] == 3
     assert res["workload"]["workload"] == "synthetic" and res["workload"]["ignore_eos"] is True

@@ -167,7 +167,7 @@ def test_accept_length_is_scoped_to_the_level(accuracy_profile):
         # Two-token requests verify once and accept 2: they drag the server's running average down.
         run(params(sim.url, requests_per_level=16, output_len=2), [4])
         result, _problem = run(params(sim.url, requests_per_level=2, output_len=129), [1])
-        with urllib.request.urlopen(sim.url + "/get_server_info", timeout=5) as resp:
+        with urllib.request.urlopen(sim.url + "/server_info", timeout=5) as resp:
             cumulative = json.loads(resp.read())["internal_states"][0]["avg_spec_accept_length"]
     finally:
         sim.stop()
@@ -277,3 +277,47 @@ def test_realistic_workload_and_openai_flavours(accuracy_sim, accuracy_profile):
         assert result["workload"]["model"] == "sim/model"  # asked /v1/models
         assert level["output_tokens"] == 4 * 200
         assert level["per_request_tok_s"]["median"] == pytest.approx(syn["per_request_tok_s"]["median"], rel=0.02)
+
+
+def test_native_completions_and_chat_agree(accuracy_sim):
+    """Every flavour yields ITL and accept length against the simulator (SGLang 0.5.23's final-chunk
+    spec_verify_ct, continuous usage stats and sglext spec details), and they agree within 2%."""
+    levels = {}
+    for api in ("native", "completions", "chat"):
+        result, problem = run(params(accuracy_sim.url, api=api, requests_per_level=8, output_len=256), [4])
+        assert problem is None, api
+        level = levels[api] = result["levels"][0]
+        assert level["requests_completed"] == 8 and level["output_tokens"] == 8 * 256, api
+        assert level["itl_requests"] == 8, api  # every request gave per-chunk token counts
+        assert level["itl_s"]["mean"] is not None and level["accept_length"] is not None, api
+    native = levels["native"]
+    for api in ("completions", "chat"):
+        level = levels[api]
+        assert level["accept_length"] == pytest.approx(native["accept_length"], rel=0.02), api
+        assert level["spec_verify_ct"] == pytest.approx(native["spec_verify_ct"], rel=0.02), api
+        for figure in ("mean", "p50"):
+            assert level["itl_s"][figure] == pytest.approx(native["itl_s"][figure], rel=0.02), (api, figure)
+        assert level["per_request_tok_s"]["median"] == pytest.approx(native["per_request_tok_s"]["median"], rel=0.02), api
+
+
+def test_bench_reports_the_effective_limit_not_the_resolved_48(accuracy_sim, accuracy_profile):
+    """SGLang 0.5.23 reports max_running_requests 48 at the top level (speculative decoding, unset);
+    the limit that applies is smaller here, and the levels, the server summary and the sweep's
+    evidence built from them must say the applied one."""
+    from ansible_collections.llmops.sglang.plugins.module_utils import sweep_decide
+
+    profile = sim_profile.load_profile(accuracy_profile)
+    effective = sim_models.predict(profile, sim_models.SimConfig.for_steps(profile, STEPS), 1, 64, 16)["max_running_requests"]
+    assert effective != 48  # the premise of this test
+    with urllib.request.urlopen(accuracy_sim.url + "/server_info", timeout=5) as resp:
+        info = json.loads(resp.read())
+    assert info["max_running_requests"] == 48
+    assert info["internal_states"][0]["effective_max_running_requests_per_dp"] == effective
+    result, problem = run(params(accuracy_sim.url, requests_per_level=2, output_len=16), [1, 2])
+    assert problem is None
+    assert [lv["max_running_requests"] for lv in result["levels"]] == [effective, effective]
+    assert result["server"]["max_running_requests"] == effective
+    assert result["server"]["resolved_max_running_requests"] == 48
+    evaluated = sweep_decide.evaluate([{"steps": STEPS, "status": "ok", "repeats": [result]}], "agentic", 1, [1, 2])
+    assert evaluated["evidence"][0]["max_running_requests"] == effective
+    assert {row["max_running_requests"] for row in evaluated["table"]} == {effective}

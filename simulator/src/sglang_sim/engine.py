@@ -15,16 +15,11 @@ import random
 import time
 
 from sglang_sim import models
+from sglang_sim.vocab import FALLBACK_WORDS
 
-# Fake token text: one short word per token. Plain lowercase ASCII so that chunks can be
-# assembled without JSON escaping.
-VOCAB = (
-    "the of and to in is that for it as with was on be by at this are from or an which have not "
-    "but had they his were one all we can her has there been if more when will would who so no "
-    "model token server batch draft step decode cache graph memory speed tensor layer kernel value "
-    "data time rate queue request stream chunk throughput latency accept verify sample greedy"
-).split()
-VOCAB_SP = [" " + w for w in VOCAB]
+# Token text: one word per token (see vocab.py: the tokenizer's single-token words, or a
+# fallback list of common words), plain lowercase ASCII so chunks need no JSON escaping.
+FALLBACK_SPACED = [" " + w for w in FALLBACK_WORDS]
 EOS_TOKEN_ID = 248046  # reported in finish_reason.matched for a natural stop
 
 
@@ -34,10 +29,11 @@ class Request(object):
     __slots__ = (
         "rid", "prompt_tokens", "cached_tokens", "max_new_tokens", "target_len", "greedy", "ignore_eos",
         "sink", "completion_tokens", "verify_ct", "accepted_drafts", "acc_state", "word_pos", "text",
-        "t_arrival", "t_first", "t_last", "finished", "finish_reason", "aborted", "done", "stream_offset",
+        "t_arrival", "t_first", "t_last", "finished", "finish_reason", "aborted", "done", "stream_offset", "words",
     )
 
-    def __init__(self, rid, prompt_tokens, max_new_tokens, greedy, ignore_eos, sink, target_len, word_pos):
+    def __init__(self, rid, prompt_tokens, max_new_tokens, greedy, ignore_eos, sink, target_len, word_pos,
+                 words=FALLBACK_SPACED):
         self.rid = rid
         self.prompt_tokens = prompt_tokens
         self.cached_tokens = 0
@@ -60,11 +56,12 @@ class Request(object):
         self.aborted = False
         self.done = None
         self.stream_offset = 0
+        self.words = words  # " word" strings, one token each
 
     def emit(self, ntokens, now):
         """Append ``ntokens`` tokens; returns the new text."""
         pos = self.word_pos
-        vocab = VOCAB_SP
+        vocab = self.words
         size = len(vocab)
         if ntokens == 1:
             piece = vocab[pos % size]
@@ -121,7 +118,8 @@ class Stats(object):
 class Engine(object):
     """Continuous-batching scheduler driven by the profile's models."""
 
-    def __init__(self, profile, cfg, plan, seed=None, log=None):
+    def __init__(self, profile, cfg, plan, seed=None, log=None, words=None):
+        self.words = [" " + w for w in words] if words else FALLBACK_SPACED
         self.profile = profile
         self.cfg = cfg
         self.plan = plan
@@ -164,7 +162,7 @@ class Engine(object):
     def submit(self, prompt_key, prompt_tokens, max_new_tokens, temperature, ignore_eos, sink):
         target = max_new_tokens if ignore_eos else min(max_new_tokens, self.natural_length())
         req = Request(self.new_rid(), prompt_tokens, max_new_tokens, temperature < 1e-5, ignore_eos, sink,
-                      target, self.rng.randrange(len(VOCAB)))
+                      target, self.rng.randrange(len(self.words)), self.words)
         req.done = asyncio.get_running_loop().create_future()
         if self.radix and prompt_key is not None:
             key = hashlib.blake2b(prompt_key.encode("utf-8", "replace"), digest_size=12).digest()

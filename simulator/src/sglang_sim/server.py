@@ -1,25 +1,25 @@
 """SGLang's HTTP API over the simulated engine (aiohttp), and the startup sequence.
 
-Shapes follow SGLang 0.5.x ``srt/entrypoints/http_server.py`` and ``openai_api``:
-/health, /health_generate, /get_model_info, /get_server_info (+ /server_info, master's name),
+Shapes follow SGLang 0.5.23 (``srt/entrypoints/http_server.py``, ``srt/entrypoints/openai/``,
+``srt/managers/tokenizer_manager.py``): /health, /health_generate, /model_info, /server_info
+(the deprecated /get_model_info and /get_server_info still answer and log a warning),
 /generate, /v1/completions, /v1/chat/completions, /v1/models, /flush_cache, /metrics.
 """
 
 import asyncio
 import json
-import math
 import os
 import signal
 import sys
 import time
-import uuid
 
 from aiohttp import web
 
-from sglang_sim import SGLANG_VERSION, __version__, models
+from sglang_sim import SGLANG_VERSION, __version__, models, vocab
 from sglang_sim.args import server_args_dict
 from sglang_sim.engine import Engine
 
+PROCESS_START = time.time()
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
 DONE = b"data: [DONE]\n\n"
 HTTP_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
@@ -66,10 +66,6 @@ def openai_error(message, status=400):
                              status=status)
 
 
-def _count_tokens(text, chars_per_token):
-    return max(1, int(math.ceil(len(text) / chars_per_token))) if text else 0
-
-
 def _opt_number(body, key, default, kind=float, minimum=None):
     value = body.get(key, default)
     if value is None:
@@ -93,12 +89,25 @@ class SimServer(object):
         self.log = log
         self.ready = False
         self.context_len = cfg.context_length or profile["model"]["context_length"]
-        self.chars_per_token = profile["model"]["chars_per_token"]
+        # The words it generates and how it counts prompts: the tokenizer's when --tokenizer-path
+        # (default: the model path) holds a tokenizer.json, so clients that re-tokenize count exactly.
+        self.vocab, note = vocab.load(args.tokenizer_path, profile["model"]["chars_per_token"])
+        if note:
+            log.raw("[sglang-sim] %s" % note)
+        elif self.vocab.source:
+            log.raw("[sglang-sim] generating %d single-token words of %s" % (len(self.vocab.words), self.vocab.source))
+        self.count_tokens = self.vocab.count
         seed = args.random_seed if args.random_seed is not None else profile.get("seed")
-        self.engine = Engine(profile, cfg, plan, seed=seed, log=log.tp)
+        self.engine = Engine(profile, cfg, plan, seed=seed, log=log.tp, words=self.vocab.words)
         self.engine.radix = not args.disable_radix_cache
         self.created = int(time.time())
         self.start_time = time.time()
+        self.startup_time = 0.0  # seconds from launch to ready; set by startup_and_serve
+        argv = list(sys.argv[1:])
+        if "--sim-profile" in argv:  # the simulator's own flag, not SGLang's
+            at = argv.index("--sim-profile")
+            del argv[at:at + 2]
+        self.launch_argv = argv
 
     # -- app ------------------------------------------------------------------------------
     def make_app(self):
@@ -109,10 +118,11 @@ class SimServer(object):
         r = app.router
         r.add_get("/health", self.health)
         r.add_get("/health_generate", self.health_generate)
-        r.add_get("/get_model_info", self.model_info)
         r.add_get("/model_info", self.model_info)
-        r.add_get("/get_server_info", self.server_info)
         r.add_get("/server_info", self.server_info)
+        # SGLang 0.5.23 keeps the old names but logs a deprecation warning on every call.
+        r.add_get("/get_model_info", self.deprecated(self.model_info, "/get_model_info", "/model_info"))
+        r.add_get("/get_server_info", self.deprecated(self.server_info, "/get_server_info", "/server_info"))
         r.add_route("*", "/flush_cache", self.flush_cache)
         r.add_post("/generate", self.generate)
         r.add_post("/v1/completions", self.completions)
@@ -184,42 +194,86 @@ class SimServer(object):
             await asyncio.sleep(0.01)
         return web.Response(status=200)
 
+    def deprecated(self, handler, old, new):
+        # SGLang 0.5.23 http_server.get_server_info / get_model_info: logger.warning, then the new handler
+        async def warn_then_answer(request):
+            self.log.main("Endpoint '%s' is deprecated and will be removed in a future version. "
+                          "Please use '%s' instead." % (old, new))
+            return await handler(request)
+        return warn_then_answer
+
     async def model_info(self, request):
+        # SGLang 0.5.23 http_server.model_info
         model = self.profile["model"]
         return web.json_response({
             "model_path": self.args.model_path,
+            "served_model_name": self.args.served_model_name,
             "tokenizer_path": self.args.tokenizer_path,
             "is_generation": True,
             "preferred_sampling_params": None,
             "weight_version": "default",
+            "load_format": "auto",
+            "reasoning_parser": None,
+            "tool_call_parser": None,
+            "disaggregation_mode": "null",
             "has_image_understanding": False,
             "has_audio_understanding": False,
             "model_type": model["model_type"],
             "architectures": [model["architecture"]],
         })
 
+    def resolved_args(self):
+        """The resolved server arguments, as ServerArgs.resolved_dict() reports them (0.5.23).
+
+        ``max_running_requests`` is the resolved value, not the scheduler's: 48 when speculative
+        decoding is on and it was not set (speculative_hook._handle_eagle_family), the flag's value
+        when set, None otherwise. The limit the scheduler applies is per DP rank in
+        internal_states[i].effective_max_running_requests_per_dp.
+        """
+        info = server_args_dict(self.args)
+        info.update({
+            "mem_fraction_static": self.plan["mem_fraction_static"],
+            "cuda_graph_max_bs": self.plan["cuda_graph_max_bs"],
+            "context_length": self.context_len,
+        })
+        return info
+
     def internal_state(self):
+        """One DP rank's internal state (0.5.23 SchedulerInternalStateController.get_internal_state):
+        the resolved server args, then topology, memory usage and speculative figures."""
         st = self.engine.stats
-        state = {
+        state = self.resolved_args()
+        graph = dict.fromkeys(("prefill", "decode", "target_verify", "draft_prefill", "draft_decode", "draft_extend"), 0.0)
+        graph["decode"] = round(self.plan.get("cuda_graph_gib", 0.0), 3)
+        state.update({
+            "world_size": self.cfg.tp_size * max(1, self.cfg.dp_size),
+            "startup_time": self.startup_time,
+            "effective_max_running_requests_per_dp": self.plan["max_running_requests"],
             "last_gen_throughput": st.last_gen_throughput,
-            "memory_usage": {"weight": round(self.plan["weights_gib"], 2), "kvcache": round(self.plan["kv_gib"], 2),
-                             "token_capacity": self.plan["max_total_num_tokens"],
-                             "graph": round(self.plan.get("cuda_graph_gib", 0.0), 2)},
-        }
-        if self.cfg.spec:
+            "memory_usage": {"weight": round(self.plan["weights_gib"], 3), "kvcache": round(self.plan["kv_gib"], 3),
+                             "startup_available": round(self.plan["avail_before_weights_gib"], 3),
+                             "token_capacity": self.plan["max_total_num_tokens"], "token_capacity_swa": None,
+                             "graph": graph},
+        })
+        # Present once the first 40-decode-step interval has been counted (_average_accept_length).
+        if self.cfg.spec and st.avg_spec_accept_length is not None:
             state["avg_spec_accept_length"] = st.avg_spec_accept_length
         return state
 
     async def server_info(self, request):
-        info = server_args_dict(self.args)
+        # SGLang 0.5.23 http_server.server_info = utils.common.build_server_info (resolved args,
+        # launch_command, the scheduler's init info) + startup_time, internal_states, version, frontend.
+        info = self.resolved_args()
         info.update({
-            "max_running_requests": self.plan["max_running_requests"],
+            "launch_command": " ".join(["python", "-m", "sglang.launch_server"] + list(self.launch_argv)),
+            "status": "ready",
             "max_total_num_tokens": self.plan["max_total_num_tokens"],
-            "mem_fraction_static": self.plan["mem_fraction_static"],
-            "cuda_graph_max_bs": self.plan["cuda_graph_max_bs"],
-            "context_length": self.context_len,
+            "max_req_input_len": self.context_len - 1,
+            "startup_time": self.startup_time,
+            "kv_events": None,
             "internal_states": [self.internal_state() for _rank in range(max(1, self.cfg.dp_size))],
             "version": self.profile.get("sglang_version") or SGLANG_VERSION,
+            "frontend": "python",
             # not in SGLang: says plainly that this is the simulator
             "simulator": {"name": "sglang-sim", "version": __version__, "profile": self.profile["name"]},
         })
@@ -256,7 +310,7 @@ class SimServer(object):
         gauge("cache_hit_rate", (st.cached_tokens_total / float(st.prompt_tokens_total)) if st.prompt_tokens_total else 0.0)
         gauge("spec_accept_length", st.avg_spec_accept_length or 0.0, help_text="The average acceptance length of speculative decoding.")
         gauge("spec_accept_rate", st.spec_accept_rate, help_text="The average acceptance rate of speculative decoding.")
-        gauge("max_running_requests", eng.mrr)
+        # 0.5.23 exports no sglang:max_running_requests gauge (observability/metrics_collector.py)
         gauge("max_total_num_tokens", eng.max_total_num_tokens)
         gauge("prompt_tokens_total", st.prompt_tokens_total, "counter", "Number of prefill tokens processed.")
         gauge("generation_tokens_total", st.generation_tokens_total, "counter", "Number of generation tokens processed.")
@@ -324,27 +378,41 @@ class SimServer(object):
         return max_new, temperature, ignore_eos
 
     def _meta(self, req, final, e2e=None):
+        """meta_info of a /generate answer or stream chunk, as SGLang 0.5.23
+        TokenizerManager._handle_batch_output builds it."""
         meta = {
             "id": req.rid,
             "finish_reason": req.finish_reason if final else None,
             "prompt_tokens": req.prompt_tokens,
             "weight_version": "default",
-            "total_retractions": 0,
+            "num_retractions": 0,
+            "reasoning_tokens": 0,
             "completion_tokens": req.completion_tokens,
             "cached_tokens": req.cached_tokens,
         }
-        if self.cfg.spec:
-            meta["spec_verify_ct"] = req.verify_ct
-            if final:
-                # newer SGLang (master) adds these on the finished output
-                drafted = req.verify_ct * self.cfg.steps
-                meta["spec_accept_token_num"] = req.accepted_drafts
-                meta["spec_draft_token_num"] = drafted
-                meta["spec_accept_rate"] = (req.accepted_drafts / float(drafted)) if drafted else 0.0
-                meta["spec_accept_length"] = (req.completion_tokens / float(req.verify_ct)) if req.verify_ct else 0.0
         if final:
             meta["e2e_latency"] = e2e if e2e is not None else (time.time() - req.t_arrival)
+            # 0.5.23 _calculate_spec_decoding_metrics: on the finished output only, and only when
+            # the request went through at least one verify pass.
+            if self.cfg.spec and req.verify_ct > 0:
+                proposed = req.verify_ct * (self.cfg.draft_tokens - 1)
+                meta["spec_accept_rate"] = req.accepted_drafts / float(proposed) if proposed else 0.0
+                meta["spec_accept_length"] = req.completion_tokens / float(req.verify_ct)
+                meta["spec_num_correct_drafts"] = req.accepted_drafts
+                meta["spec_num_proposed_drafts"] = proposed
+                meta["spec_verify_ct"] = req.verify_ct
         return meta
+
+    @staticmethod
+    def spec_tokens_details(meta):
+        """SGLang 0.5.23 openai/utils.spec_tokens_details_from_meta_info: None without spec keys."""
+        if "spec_verify_ct" not in meta:
+            return None
+        return {"spec_accept_rate": meta["spec_accept_rate"], "spec_accept_length": meta["spec_accept_length"],
+                "spec_cap_length": 0.0, "spec_block_accept_length": 0.0,
+                "spec_num_correct_drafts": meta["spec_num_correct_drafts"],
+                "spec_num_proposed_drafts": meta["spec_num_proposed_drafts"], "spec_verify_ct": meta["spec_verify_ct"],
+                "spec_correct_drafts_histogram": [], "spec_cap_lens_histogram": []}
 
     async def generate(self, request):
         try:
@@ -358,7 +426,7 @@ class SimServer(object):
             if isinstance(text, list) or (isinstance(input_ids, list) and input_ids and isinstance(input_ids[0], list)):
                 return await self._generate_batch(body)
             if text is not None:
-                prompt_tokens = _count_tokens(text, self.chars_per_token)
+                prompt_tokens = self.count_tokens(text)
                 key = text
             else:
                 if not isinstance(input_ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in input_ids):
@@ -393,7 +461,7 @@ class SimServer(object):
         reqs = []
         for item in items:
             if isinstance(item, str):
-                n, key = _count_tokens(item, self.chars_per_token), item
+                n, key = self.count_tokens(item), item
             elif isinstance(item, list):
                 n, key = len(item), ",".join(map(str, item[:4096]))
             else:
@@ -453,6 +521,7 @@ class SimServer(object):
 
     # -- OpenAI-compatible ------------------------------------------------------------------
     def _openai_common(self, body, default_max):
+        """Options shared by /v1/completions and /v1/chat/completions (0.5.23 protocol.py)."""
         stream = body.get("stream", False)
         if not isinstance(stream, bool):
             raise BadRequest("stream: Input should be a valid boolean")
@@ -470,37 +539,45 @@ class SimServer(object):
         opts = body.get("stream_options") or {}
         if not isinstance(opts, dict):
             raise BadRequest("stream_options: Input should be a valid dictionary")
-        include_usage = bool(opts.get("include_usage", False))
-        return stream, max_new, temperature, ignore_eos, include_usage
+        return_spec = body.get("return_spec_tokens_details", False)
+        if not isinstance(return_spec, bool):
+            raise BadRequest("return_spec_tokens_details: Input should be a valid boolean")
+        # openai/utils.should_include_usage: (include_usage, continuous_usage_stats)
+        flags = StreamFlags(bool(opts.get("include_usage")), bool(opts.get("continuous_usage_stats")), return_spec)
+        return stream, max_new, temperature, ignore_eos, flags
 
     @staticmethod
     def _usage(req):
+        # 0.5.23 UsageInfo (prompt_tokens_details only with --enable-cache-report)
         return {"prompt_tokens": req.prompt_tokens, "total_tokens": req.prompt_tokens + req.completion_tokens,
-                "completion_tokens": req.completion_tokens, "prompt_tokens_details": None}
+                "completion_tokens": req.completion_tokens, "prompt_tokens_details": None, "reasoning_tokens": 0,
+                "completion_tokens_details": None}
 
-    def _openai_stream_writers(self, head, close, obj, cid, created, model, include_usage):
-        """SSE writers shared by /v1/completions and /v1/chat/completions.
+    @staticmethod
+    def _usage_json(req):
+        # UsageProcessor.calculate_token_usage(...) serialised, built by hand: it goes on every chunk
+        return ('{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d,"prompt_tokens_details":null,'
+                '"reasoning_tokens":0,"completion_tokens_details":null}'
+                % (req.prompt_tokens, req.prompt_tokens + req.completion_tokens, req.completion_tokens))
 
-        `head` is the pre-serialised chunk up to the text, `close` what ends the text (`"` for a
-        completion, `"}` for a chat delta); both are built once per request to keep the per-chunk
-        work to string joins.
-        """
-        def chunk(req, piece, final):
-            if final:
-                reason, matched = self._finish_str(req)
-                tail = close + ', "logprobs": null, "finish_reason": %s, "matched_stop": %s}], "usage": null}\n\n' % (
-                    json.dumps(reason), json.dumps(matched))
-            else:
-                tail = close + ', "logprobs": null, "finish_reason": null, "matched_stop": null}], "usage": null}\n\n'
-            return ("data: " + head + piece + tail).encode()
+    def _sglext(self, req, frame, flags):
+        """The response-level chunk carrying sglext.spec_tokens_details (0.5.23: after the content
+        chunks, before the usage chunk, only when asked and the request has spec figures)."""
+        if not flags.return_spec:
+            return b""
+        details = self.spec_tokens_details(self._meta(req, True))
+        if details is None:
+            return b""
+        doc = dict(frame, choices=[], usage=None, sglext={"spec_tokens_details": details})
+        return ("data: " + _compact(doc) + "\n\n").encode()
 
-        def usage(req):
-            if not include_usage:
-                return None
-            return ("data: " + json.dumps({"id": cid, "object": obj, "created": created, "model": model,
-                                           "choices": [], "usage": self._usage(req)}) + "\n\n").encode()
-
-        return chunk, usage
+    def _final_usage(self, req, frame, flags, drop_none):
+        if not flags.include_usage:
+            return b""
+        usage = self._usage(req)
+        if drop_none:  # model_dump_json(exclude_none=True), as serving_completions sends it
+            usage = dict((k, v) for k, v in usage.items() if v is not None)
+        return ("data: " + _compact(dict(frame, choices=[], usage=usage)) + "\n\n").encode()
 
     @staticmethod
     def _finish_str(req):
@@ -514,34 +591,55 @@ class SimServer(object):
             if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (str, list)):
                 prompt = prompt[0]
             if isinstance(prompt, str):
-                prompt_tokens, key = _count_tokens(prompt, self.chars_per_token), prompt
+                prompt_tokens, key = self.count_tokens(prompt), prompt
             elif isinstance(prompt, list) and prompt and all(isinstance(i, int) and not isinstance(i, bool) for i in prompt):
                 prompt_tokens, key = len(prompt), ",".join(map(str, prompt[:4096]))
             else:
                 raise BadRequest("prompt: Input should be a valid string or list of token ids")
             if prompt_tokens == 0:
                 raise BadRequest("The prompt is empty.")
-            stream, max_new, temperature, ignore_eos, include_usage = self._openai_common(body, 16)
+            stream, max_new, temperature, ignore_eos, flags = self._openai_common(body, 16)
             self._check_context(prompt_tokens, max_new)
         except BadRequest as exc:
             return openai_error(exc.message)
         model = body.get("model") or self.args.served_model_name
-        cid = "cmpl-" + uuid.uuid4().hex
         created = int(time.time())
         if not stream:
             req = self.engine.submit(key, prompt_tokens, max_new, temperature, ignore_eos, lambda r, p, f: None)
             await self._await_done(request, req)
             reason, matched = self._finish_str(req)
-            return web.json_response({
-                "id": cid, "object": "text_completion", "created": created, "model": model,
-                "choices": [{"index": 0, "text": req.text, "logprobs": None, "finish_reason": reason,
-                             "matched_stop": matched}],
-                "usage": self._usage(req), "metadata": {"weight_version": "default"}})
-        head = '{"id": "%s", "object": "text_completion", "created": %d, "model": %s, "choices": [{"index": 0, "text": "' % (
-            cid, created, json.dumps(model))
+            out = {"id": req.rid, "object": "text_completion", "created": created, "model": model,
+                   "choices": [{"index": 0, "text": req.text, "logprobs": None, "finish_reason": reason,
+                                "matched_stop": matched}],
+                   "usage": self._usage(req), "metadata": {"weight_version": "default"}}
+            if flags.return_spec:
+                details = self.spec_tokens_details(self._meta(req, True))
+                if details is not None:
+                    out["sglext"] = {"spec_tokens_details": details}
+            return web.json_response(out)
+        # 0.5.23 serving_completions._generate_completion_stream: one chunk per output, the last
+        # with the finish reason; usage on each with continuous_usage_stats; then sglext, usage.
+        state = {}
 
-        chunk, usage = self._openai_stream_writers(head, '"', "text_completion", cid, created, model, include_usage)
-        return await self._stream(request, key, prompt_tokens, max_new, temperature, ignore_eos, chunk, epilogue=usage)
+        def chunk(req, piece, final):
+            head = state.get("head")
+            if head is None:
+                frame = state["frame"] = {"id": req.rid, "object": "text_completion", "created": created, "model": model}
+                head = state["head"] = _compact(frame)[:-1] + ',"choices":[{"index":0,"text":"'
+            if final:
+                reason, matched = self._finish_str(req)
+                tail = '","logprobs":null,"finish_reason":%s,"matched_stop":%s}],"usage":' % (
+                    json.dumps(reason), json.dumps(matched))
+            else:
+                tail = '","logprobs":null,"finish_reason":null,"matched_stop":null}],"usage":'
+            usage = self._usage_json(req) if flags.continuous_usage else "null"
+            return ("data: " + head + piece + tail + usage + "}\n\n").encode()
+
+        def epilogue(req):
+            frame = state.get("frame") or {"id": req.rid, "object": "text_completion", "created": created, "model": model}
+            return self._sglext(req, frame, flags) + self._final_usage(req, frame, flags, drop_none=True)
+
+        return await self._stream(request, key, prompt_tokens, max_new, temperature, ignore_eos, chunk, epilogue=epilogue)
 
     async def chat_completions(self, request):
         try:
@@ -549,7 +647,7 @@ class SimServer(object):
             messages = body.get("messages")
             if not isinstance(messages, list) or not messages:
                 raise BadRequest("messages: Field required (a non-empty list of messages)")
-            chars = 0
+            content_tokens = 0
             for i, msg in enumerate(messages):
                 if not isinstance(msg, dict) or msg.get("role") not in ("system", "user", "assistant", "tool", "developer"):
                     raise BadRequest("messages[%d]: each message needs a role of system, user, assistant, tool or developer" % i)
@@ -560,50 +658,80 @@ class SimServer(object):
                     content = ""
                 elif not isinstance(content, str):
                     raise BadRequest("messages[%d].content: Input should be a valid string" % i)
-                chars += len(content)
+                content_tokens += self.count_tokens(content)
             # a chat template adds a few tokens per message
-            prompt_tokens = _count_tokens("x" * chars, self.chars_per_token) + 4 * len(messages) + 3
+            prompt_tokens = content_tokens + 4 * len(messages) + 3
             key = json.dumps(messages, sort_keys=True)
-            stream, max_new, temperature, ignore_eos, include_usage = self._openai_common(body, None)
+            stream, max_new, temperature, ignore_eos, flags = self._openai_common(body, None)
             if max_new is None:
                 max_new = max(1, self.context_len - prompt_tokens)
             self._check_context(prompt_tokens, max_new)
         except BadRequest as exc:
             return openai_error(exc.message)
         model = body.get("model") or self.args.served_model_name
-        cid = uuid.uuid4().hex
         created = int(time.time())
         if not stream:
             req = self.engine.submit(key, prompt_tokens, max_new, temperature, ignore_eos, lambda r, p, f: None)
             await self._await_done(request, req)
             reason, matched = self._finish_str(req)
-            return web.json_response({
-                "id": cid, "object": "chat.completion", "created": created, "model": model,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": req.text.lstrip(" "),
-                                                     "reasoning_content": None, "tool_calls": None},
-                             "logprobs": None, "finish_reason": reason, "matched_stop": matched}],
-                "usage": self._usage(req), "metadata": {"weight_version": "default"}})
-        head = '{"id": "%s", "object": "chat.completion.chunk", "created": %d, "model": %s, "choices": [{"index": 0, "delta": {"content": "' % (
-            cid, created, json.dumps(model))
-
-        def first(req):
-            # SGLang opens a chat stream with the assistant role and empty content
-            return ("data: " + json.dumps({
-                "id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
-                "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
-                             "finish_reason": None, "matched_stop": None}], "usage": None}) + "\n\n").encode()
-
-        delta_chunk, usage = self._openai_stream_writers(head, '"}', "chat.completion.chunk", cid, created, model,
-                                                         include_usage)
+            out = {"id": req.rid, "object": "chat.completion", "created": created, "model": model,
+                   "choices": [{"index": 0, "message": {"role": "assistant", "content": req.text.lstrip(" "),
+                                                        "reasoning_content": None, "tool_calls": None},
+                                "logprobs": None, "finish_reason": reason, "matched_stop": matched}],
+                   "usage": self._usage(req), "metadata": {"weight_version": "default"}}
+            if flags.return_spec:
+                details = self.spec_tokens_details(self._meta(req, True))
+                if details is not None:
+                    out["sglext"] = {"spec_tokens_details": details}
+            return web.json_response(out)
+        # 0.5.23 serving_chat._generate_chat_stream (chunks built by sse_utils.build_sse_content, msgspec,
+        # usage omitted when None): a role chunk before the first content, content chunks (usage on
+        # each with continuous_usage_stats), a separate finish-reason chunk, then sglext, usage.
+        state = {}
 
         def chunk(req, piece, final):
-            # The first piece's leading space is dropped, as the non-streaming answer lstrips it.
-            if req.text == piece and piece.startswith(" "):
-                piece = piece[1:]
-            return delta_chunk(req, piece, final)
+            head = state.get("head")
+            out = ""
+            if head is None:
+                frame = state["frame"] = {"id": req.rid, "object": "chat.completion.chunk", "created": created,
+                                          "model": model}
+                head = state["head"] = _compact(frame)[:-1] + ',"choices":[{"index":0,"delta":{"reasoning_content":null'
+                out = ("data: " + head + ',"role":"assistant","content":""},"logprobs":null,"finish_reason":null,'
+                       '"matched_stop":null}]}\n\n')
+                # The first piece's leading space is dropped, as the non-streaming answer lstrips it.
+                if piece.startswith(" "):
+                    piece = piece[1:]
+            usage = ',"usage":' + self._usage_json(req) if flags.continuous_usage else ""
+            out += ("data: " + head + ',"content":"' + piece + '"},"logprobs":null,"finish_reason":null,'
+                    '"matched_stop":null}]' + usage + "}\n\n")
+            if final:
+                reason, matched = self._finish_str(req)
+                out += ("data: " + head + '},"logprobs":null,"finish_reason":%s,"matched_stop":%s}]}\n\n' % (
+                    json.dumps(reason), json.dumps(matched)))
+            return out.encode()
 
-        return await self._stream(request, key, prompt_tokens, max_new, temperature, ignore_eos, chunk,
-                                  prologue=first, epilogue=usage)
+        def epilogue(req):
+            frame = state.get("frame") or {"id": req.rid, "object": "chat.completion.chunk", "created": created,
+                                           "model": model}
+            return self._sglext(req, frame, flags) + self._final_usage(req, frame, flags, drop_none=False)
+
+        return await self._stream(request, key, prompt_tokens, max_new, temperature, ignore_eos, chunk, epilogue=epilogue)
+
+
+def _compact(doc):
+    # pydantic's model_dump_json / msgspec write compact JSON
+    return json.dumps(doc, separators=(",", ":"))
+
+
+class StreamFlags(object):
+    """What an OpenAI request asked to be streamed besides the text."""
+
+    __slots__ = ("include_usage", "continuous_usage", "return_spec")
+
+    def __init__(self, include_usage, continuous_usage, return_spec):
+        self.include_usage = include_usage
+        self.continuous_usage = continuous_usage
+        self.return_spec = return_spec
 
 
 # -- startup ----------------------------------------------------------------------------------
@@ -747,6 +875,7 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
         await req.done
         log.raw('INFO:     127.0.0.1:0 - "POST /generate HTTP/1.1" 200 OK')
         server.ready = True
+        server.startup_time = round(time.time() - PROCESS_START, 3)
         log.main("The server is fired up and ready to roll!")
 
     warm_task = asyncio.ensure_future(warmup())

@@ -276,3 +276,19 @@ def test_tiebreaker_needs_to_clear_its_dispersion_too():
     five_t = {'steps': 5, 'status': 'ok', 'repeats': [{'levels': [
         dispersed(1, 276.1, 275.5, 276.5, n=32), dispersed(2, 266.7, 266.0, 267.0, n=32), dispersed(4, 255.9, 255.0, 256.0, n=32)]}]}
     assert sd.decide([four_t, five_t], 'agentic')['winner'] == 5
+
+
+def test_a_tie_names_the_batch_room_the_benchmark_measured():
+    """The evidence quotes each level's max_running_requests, which sglang_bench reads as the limit
+    that applies (SGLang 0.5.23: internal_states), so a resolved 48 never shows here."""
+    def with_room(cfg, room):
+        for rep in cfg['repeats']:
+            for lv in rep['levels']:
+                lv['max_running_requests'] = room
+        return cfg
+    smaller = sd.summarize(with_room(ok(4), 13), 'agentic')
+    larger = sd.summarize(with_room(ok(5, run(5, c1=278.0)), 9), 'agentic')
+    assert (smaller['max_running_requests'], larger['max_running_requests']) == (13, 9)
+    wins, why = sd.beats(larger, smaller, 0.02)
+    assert not wins
+    assert why.endswith('the smaller step count stays (less memory, more batch room: max_running_requests 13 against 9)')

@@ -47,9 +47,17 @@ class TestServerSummary:
                 "speculative_num_steps": 4, "unrelated": 1,
                 "internal_states": [{"max_running_requests": 21, "avg_spec_accept_length": 3.1}]}
         server, max_running, max_total = mod._server_summary(info)
-        assert server == {"version": "0.5.6", "server_args": {"max_running_requests": 48, "speculative_num_steps": 4}}
-        assert max_running == 21  # the effective value (master reports it per DP rank)
+        assert server == {"version": "0.5.6", "server_args": {"max_running_requests": 48, "speculative_num_steps": 4},
+                          "max_running_requests": 21, "resolved_max_running_requests": 48}
+        assert max_running == 21  # the value the scheduler applies
         assert max_total == 1000
+
+    def test_0523_effective_limit_per_dp(self):
+        # SGLang 0.5.23: resolved 48 at the top level and per rank; the applied limit per DP rank
+        info = {"version": "0.5.23", "max_running_requests": 48, "max_total_num_tokens": 1000,
+                "internal_states": [{"max_running_requests": 48, "effective_max_running_requests_per_dp": 13}]}
+        server, max_running, _max_total = mod._server_summary(info)
+        assert max_running == 13 and server["resolved_max_running_requests"] == 48
 
 
 class TestParseBaseUrl:

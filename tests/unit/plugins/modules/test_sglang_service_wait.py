@@ -1,5 +1,5 @@
-"""Crash detection from systemd state and verification against /get_server_info."""
-from ansible_collections.llmops.sglang.plugins.modules.sglang_service_wait import compare, crash_reason, server_fact
+"""Crash detection from systemd state and verification against /server_info."""
+from ansible_collections.llmops.sglang.plugins.modules.sglang_service_wait import compare, crash_reason
 from ansible_collections.llmops.sglang.plugins.module_utils.service_systemd import parse_show
 
 
@@ -46,9 +46,3 @@ def test_compare_reports_each_difference():
     keys = [m["key"] for m in compare(expect, info)]
     assert keys == ["kv_cache_dtype", "speculative_algorithm", "speculative_num_steps", "tp_size"]
     assert compare({"speculative_num_steps": 4}, {})[0]["actual"] is None
-
-
-def test_server_fact_falls_back_to_internal_states():
-    assert server_fact({"max_running_requests": None, "internal_states": [{"max_running_requests": 21}]},
-                       "max_running_requests") == 21
-    assert server_fact({"max_total_num_tokens": 412000}, "max_total_num_tokens") == 412000
