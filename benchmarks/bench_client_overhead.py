@@ -53,8 +53,10 @@ def _import_module_code():
     try:
         from ansible_collections.llmops.sglang.plugins.modules import sglang_bench  # noqa: F401
     except ImportError:
+        import hashlib
         import tempfile
-        base = os.path.join(tempfile.gettempdir(), "llmops-sglang-pytest")
+        # One link per checkout, so two checkouts never import each other's code.
+        base = os.path.join(tempfile.gettempdir(), "llmops-sglang-bench-%s" % hashlib.sha1(ROOT.encode()).hexdigest()[:10])
         link = os.path.join(base, "ansible_collections", "llmops", "sglang")
         if not os.path.exists(link):
             os.makedirs(os.path.dirname(link), exist_ok=True)

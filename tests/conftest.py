@@ -3,12 +3,16 @@
 Modules and module_utils import each other by their collection path, as they do when Ansible
 runs them; pytest from the repo root needs the same path, so point a symlink at the checkout.
 """
+import hashlib
 import os
 import sys
 import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-_BASE = os.path.join(tempfile.gettempdir(), "llmops-sglang-pytest-%d" % os.getuid())
+# One link directory per checkout: two checkouts running pytest at once must not import
+# each other's code through a shared link.
+_BASE = os.path.join(tempfile.gettempdir(), "llmops-sglang-pytest-%d-%s" % (
+    os.getuid(), hashlib.sha1(ROOT.encode()).hexdigest()[:10]))
 _LINK = os.path.join(_BASE, "ansible_collections", "llmops", "sglang")
 
 if os.path.realpath(_LINK) != ROOT:
@@ -16,5 +20,7 @@ if os.path.realpath(_LINK) != ROOT:
     if os.path.lexists(_LINK):
         os.unlink(_LINK)
     os.symlink(ROOT, _LINK)
+# Tests that run the ansible CLI point ANSIBLE_COLLECTIONS_PATH here.
+os.environ["LLMOPS_PYTEST_COLLECTIONS_PATH"] = _BASE
 if _BASE not in sys.path:
     sys.path.insert(0, _BASE)

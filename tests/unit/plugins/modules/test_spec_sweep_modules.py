@@ -11,12 +11,11 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
 import pytest
 
 # tests/conftest.py links this checkout there as ansible_collections/llmops/sglang.
-BASE = os.path.join(tempfile.gettempdir(), 'llmops-sglang-pytest-%d' % os.getuid())
+BASE = os.environ['LLMOPS_PYTEST_COLLECTIONS_PATH']
 ANSIBLE = os.path.join(os.path.dirname(sys.executable), 'ansible')
 
 pytestmark = pytest.mark.skipif(not os.path.exists(ANSIBLE), reason='needs the ansible CLI next to this python')
