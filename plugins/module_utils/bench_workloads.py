@@ -28,7 +28,6 @@ __metaclass__ = type
 import json
 import random
 
-WORKLOADS = ("synthetic", "realistic", "file")
 
 _WORDS = (
     "the of and to in is it you that he was for on are with as his they be at one have this from "

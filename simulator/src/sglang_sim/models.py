@@ -39,7 +39,6 @@ import bisect
 import math
 
 GIB = float(1 << 30)
-MIB = float(1 << 20)
 
 # bytes of one KV element relative to 16-bit; SGLang 0.5.x --kv-cache-dtype choices
 # (master adds mxfp8, nvfp4, fp4_mx_block16)
