@@ -166,3 +166,20 @@ def test_environment_file():
 def test_environment_file_minimal_and_explicit_path():
     env = env_file(render("sglang.env.j2", {"sglang_service_model_path": "/m", "sglang_service_env_path": "/usr/bin:/bin"}))
     assert env == {"PATH": "/usr/bin:/bin"}
+
+
+@pytest.mark.parametrize("overrides, gpus", [
+    ({"sglang_service_cuda_visible_devices": "0,1,2,3"}, ["0", "1", "2", "3"]),
+    ({"sglang_service_cuda_visible_devices": "GPU-abc, GPU-def"}, ["GPU-abc", "GPU-def"]),
+    ({"sglang_service_tp_size": 2, "sglang_service_dp_size": 2}, ["0", "1", "2", "3"]),
+    ({}, ["0"]),
+])
+def test_gpus_the_stop_waits_for(overrides, gpus):
+    from rendering import _load, _trust
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar
+
+    variables = dict(_load("defaults/main.yml"), sglang_service_model_path="/m", **overrides)
+    variables.update(_load("vars/main.yml"))
+    templar = Templar(loader=DataLoader(), variables=_trust(variables))
+    assert templar.template(_trust("{{ _sglang_service_gpus }}")) == gpus
