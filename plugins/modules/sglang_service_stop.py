@@ -14,11 +14,11 @@ short_description: Stop an SGLang systemd unit and wait until its processes and 
 version_added: 0.1.0
 description:
   - Stops the unit with C(systemctl stop), then waits until every process that was in the unit's
-    cgroup has exited and, when C(nvidia-smi) exists, every GPU the unit uses is free: no process of
+    cgroup has exited and, when C(nvidia-smi) exists, every GPU the unit uses is free (no process of
     the unit has a context on it and its C(memory.used) is at most O(gpu_memory_used_max_mib), whoever
-    holds it. SGLang spawns scheduler and detokenizer children per GPU; starting a new server while
-    memory is still held fails with "The memory capacity is unbalanced" or "Not enough memory".
-  - Bounded: each C(nvidia-smi) call is killed after O(nvidia_smi_timeout) seconds (a wedged driver
+    holds it). SGLang spawns scheduler and detokenizer children per GPU; starting a new server while
+    memory is still held fails with C(The memory capacity is unbalanced) or C(Not enough memory).
+  - The wait is bounded. Each C(nvidia-smi) call is killed after O(nvidia_smi_timeout) seconds (a wedged driver
     can hang it), and the whole wait ends after O(timeout) seconds with a message naming each GPU
     that is not free, its used memory and the processes listed on it.
   - Nothing on the host is signalled besides the unit (through systemd) and a hung nvidia-smi.
