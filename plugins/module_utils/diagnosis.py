@@ -71,6 +71,7 @@ def argparse_diagnosis(error):
                 'Give %s a value of the right type. %s' % (match.group('flag').split('/')[0], where))
     return prefix + error, where
 
+
 # Order matters: the first entry whose pattern occurs anywhere in the journal wins.
 # "Capture cuda graph failed" usually wraps a CUDA OOM, so it must come before the
 # generic out-of-memory entry; "Not enough memory" is SGLang's own KV-pool check and

@@ -218,9 +218,10 @@ def gpu_holders(snapshot, gpus, max_used_mib, own_pids):
         ours = [a for a in apps if a['pid'] in own_pids]
         if gpu['memory_used_mib'] <= max_used_mib and not ours:
             continue
-        held = ', '.join('pid %d %s%s (%s MiB)' % (a['pid'], a['name'] or '?', ' [this unit]' if a['pid'] in own_pids else '',
-                                                  a['used_memory_mib'] if a['used_memory_mib'] is not None else '?')
-                         for a in apps)
-        reasons.append('GPU %d: %d MiB used%s' % (gpu['index'], gpu['memory_used_mib'],
-                                                   (' by ' + held) if held else ', no process listed (another container or a leak?)'))
+        held = ', '.join(
+            'pid %d %s%s (%s MiB)' % (a['pid'], a['name'] or '?', ' [this unit]' if a['pid'] in own_pids else '',
+                                      a['used_memory_mib'] if a['used_memory_mib'] is not None else '?')
+            for a in apps)
+        where = (' by ' + held) if held else ', no process listed (another container or a leak?)'
+        reasons.append('GPU %d: %d MiB used%s' % (gpu['index'], gpu['memory_used_mib'], where))
     return reasons

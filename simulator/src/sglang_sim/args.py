@@ -15,7 +15,6 @@ import json
 import logging
 import os
 import re
-import sys
 from decimal import Decimal
 
 log = logging.getLogger("sglang_sim")
