@@ -5,21 +5,87 @@
 
 Private to llmops.sglang. Stdlib only, Python 3.8+: it runs on the GPU host.
 
-Patterns and remedies follow SGLang 0.5.x (python/sglang/srt/...); the messages
-have been stable on master (2026) as well.
+Patterns and remedies follow SGLang 0.5.23 (python/sglang/srt/...), the version the
+collection targets; every flag a remedy names exists in 0.5.23 (checked in
+tests/unit/plugins/module_utils/test_diagnosis.py against the recorded contract).
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import difflib
 import re
+
+from ansible_collections.llmops.sglang.plugins.module_utils.sglang_contract import FLAGS, SGLANG_VERSION
+
+# Flags that older SGLang releases had and 0.5.23 spells differently.
+RENAMED_FLAGS = {
+    '--cuda-graph-max-bs': '--cuda-graph-max-bs-decode (and --cuda-graph-max-bs-prefill for prefill graphs)',
+}
+
+# argparse's own errors (Python 3.11), printed after the usage line as "sglang serve: error: ..."
+# by sglang.srt.server_args.prepare_server_args before anything is loaded.
+ARGPARSE_ERROR = re.compile(r'(?:^|\s)[\w. -]+: error: (?P<error>(?:ambiguous option|unrecognized arguments|argument |'
+                            r'the following arguments are required|expected ).*)$')
+_AMBIGUOUS = re.compile(r'ambiguous option: (?P<flag>--[^\s=]+)(?:=\S*)? could match (?P<candidates>.*)$')
+_UNRECOGNIZED = re.compile(r'unrecognized arguments: (?P<words>.*)$')
+_BAD_VALUE = re.compile(r"argument (?P<flag>\S+): (?P<what>invalid choice|invalid \S+ value|expected \S+ arguments?)"
+                        r"(?:: '(?P<value>.*?)')?(?: \(choose from (?P<choices>.*)\))?")
+
+
+def _spelling(flag):
+    """0.5.23's valid spelling of ``flag``: its rename, else the closest long options."""
+    if flag in RENAMED_FLAGS:
+        return RENAMED_FLAGS[flag]
+    close = difflib.get_close_matches(flag, sorted(FLAGS), n=3, cutoff=0.75)
+    return ' or '.join(close) if close else None
+
+
+def argparse_diagnosis(error):
+    """(message, remedy) for an argparse error line of SGLang's parser."""
+    prefix = 'SGLang %s refused its command line or --config file: ' % SGLANG_VERSION
+    where = ('Fix it in sglang_service_extra_args or the role variable that sets it (the --config file '
+             'holds the role\'s options as the flags\' long names).')
+    match = _AMBIGUOUS.match(error)
+    if match:
+        flag = match.group('flag')
+        spelling = _spelling(flag) or match.group('candidates')
+        return (prefix + '%s is not a %s flag; it is a prefix of %s.' % (flag, SGLANG_VERSION, match.group('candidates')),
+                'Use %s instead of %s. %s' % (spelling, flag, where))
+    match = _UNRECOGNIZED.match(error)
+    if match:
+        unknown = [w.split('=')[0] for w in match.group('words').split() if w.startswith('-')]
+        advice = []
+        for flag in unknown:
+            spelling = _spelling(flag)
+            advice.append('%s: %s' % (flag, ('use ' + spelling) if spelling else 'no such flag in %s' % SGLANG_VERSION))
+        return (prefix + 'unrecognized %s.' % ', '.join(unknown or [match.group('words')]),
+                '%s. %s' % ('; '.join(advice) or 'Remove the stray words', where))
+    match = _BAD_VALUE.match(error)
+    if match:
+        if match.group('choices'):
+            return (prefix + '%s %r is not one of its choices.' % (match.group('flag'), match.group('value')),
+                    'Use one of %s for %s. %s' % (match.group('choices'), match.group('flag'), where))
+        return (prefix + '%s: %s.' % (match.group('flag'), error.split(': ', 1)[1]),
+                'Give %s a value of the right type. %s' % (match.group('flag').split('/')[0], where))
+    return prefix + error, where
+
 
 # Order matters: the first entry whose pattern occurs anywhere in the journal wins.
 # "Capture cuda graph failed" usually wraps a CUDA OOM, so it must come before the
 # generic out-of-memory entry; "Not enough memory" is SGLang's own KV-pool check and
 # is the most specific of all.
 DIAGNOSES = (
+    {
+        'key': 'bad_argument',
+        # argparse (allow_abbrev, Python 3.11) under prepare_server_args, SGLang 0.5.23: the server
+        # exits with code 2 before it loads anything, so this comes first.
+        'pattern': ARGPARSE_ERROR,
+        'message': 'SGLang refused an argument of its command line or --config file.',
+        'remedy': 'Fix the flag named in the journal line below.',
+        'build': argparse_diagnosis,
+    },
     {
         'key': 'not_enough_memory',
         # model_runner.py (0.5.x): raise RuntimeError("Not enough memory. Please try to
@@ -29,7 +95,7 @@ DIAGNOSES = (
                    'speculative decoding and CUDA graphs left nothing for it.',
         'remedy': 'SGLang says: "Please try to increase --mem-fraction-static." Alternatively '
                   'lower --speculative-num-steps / --speculative-num-draft-tokens, '
-                  '--cuda-graph-max-bs or --context-length.',
+                  '--cuda-graph-max-bs-decode or --context-length.',
     },
     {
         'key': 'unbalanced_memory',
@@ -44,15 +110,14 @@ DIAGNOSES = (
     },
     {
         'key': 'cuda_graph_capture_failed',
-        # cuda_graph_runner.py (0.5.x): raise Exception(f"Capture cuda graph failed: {e}\n"
-        # CUDA_GRAPH_CAPTURE_FAILED_MSG)
+        # runner/decode_cuda_graph_runner.py (0.5.23): raise Exception(f"Capture cuda graph
+        # failed: {e}\n{CUDA_GRAPH_CAPTURE_FAILED_MSG}") (runner_backend_utils/__init__.py)
         'pattern': re.compile(r'Capture cuda graph failed'),
         'message': 'CUDA graph capture failed while the server was starting.',
         'remedy': 'SGLang says: "Possible solutions: 1. set --mem-fraction-static to a smaller '
-                  'value (e.g., 0.8 or 0.7) 2. set --cuda-graph-max-bs to a smaller value '
-                  '(e.g., 16) 3. disable torch compile by not using --enable-torch-compile '
-                  '4. disable CUDA graph by --disable-cuda-graph. (Not recommended. Huge '
-                  'performance loss)"',
+                  'value (e.g., 0.8 or 0.7) 2. set --cuda-graph-max-bs-decode to a smaller value '
+                  '(e.g., 16) 3. disable decode CUDA graph by --cuda-graph-backend-decode=disabled. '
+                  '(Not recommended. Huge performance loss)"',
     },
     {
         'key': 'cuda_out_of_memory',
@@ -62,7 +127,7 @@ DIAGNOSES = (
         'message': 'A CUDA allocation failed: the GPU ran out of memory after the KV cache '
                    'was sized.',
         'remedy': 'Leave more memory outside the static pool: lower --mem-fraction-static, '
-                  'lower --cuda-graph-max-bs or --max-running-requests, or shorten '
+                  'lower --cuda-graph-max-bs-decode or --max-running-requests, or shorten '
                   '--chunked-prefill-size.',
     },
 )
@@ -103,8 +168,11 @@ def diagnose(lines):
     """
     for entry in DIAGNOSES:
         for line in lines:
-            if entry['pattern'].search(line):
+            match = entry['pattern'].search(line)
+            if match:
                 result = _public(entry)
+                if 'build' in entry:
+                    result['message'], result['remedy'] = entry['build'](match.group('error').strip())
                 result['evidence'] = line.strip()
                 return result
     result = _public(UNKNOWN)

@@ -12,6 +12,8 @@ __metaclass__ = type
 
 import json
 import os
+import signal
+import subprocess
 
 SHOW_PROPERTIES = (
     'ActiveState', 'SubState', 'Result', 'NRestarts', 'MainPID', 'ExecMainStatus',
@@ -127,17 +129,99 @@ def pid_alive(pid):
     return os.path.exists('/proc/%d' % pid)
 
 
-def gpu_pids(module):
-    """PIDs holding a CUDA context per nvidia-smi, or None when there is no nvidia-smi."""
-    nvidia_smi = module.get_bin_path('nvidia-smi')
-    if not nvidia_smi:
-        return None
-    rc, out, dummy = module.run_command([nvidia_smi, '--query-compute-apps=pid', '--format=csv,noheader,nounits'])
-    if rc != 0:
-        return None
-    pids = set()
-    for line in out.splitlines():
-        line = line.strip()
-        if line.isdigit():
-            pids.add(int(line))
-    return pids
+class NvidiaSmiError(Exception):
+    """nvidia-smi failed or did not answer in time."""
+
+
+def run_bounded(argv, timeout):
+    """Run ``argv`` for at most ``timeout`` seconds; return its stdout.
+
+    nvidia-smi can hang on a wedged driver; the call runs in its own session so that, on
+    timeout, the whole process group (children included) is killed, not only the first process.
+    Raises NvidiaSmiError on timeout, non-zero exit or a missing binary.
+    """
+    try:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,  # pylint: disable=consider-using-with
+                                universal_newlines=True, start_new_session=True)
+    except OSError as exc:
+        raise NvidiaSmiError('%s: %s' % (argv[0], exc))
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.communicate()
+        raise NvidiaSmiError('%s did not answer within %.0f s' % (' '.join(argv[:2]), timeout))
+    if proc.returncode != 0:
+        raise NvidiaSmiError('%s exited with %d: %s' % (' '.join(argv[:2]), proc.returncode, (err or out).strip()[:300]))
+    return out
+
+
+def _csv_rows(text):
+    return [[field.strip() for field in line.split(',')] for line in text.splitlines() if line.strip()]
+
+
+def gpu_snapshot(nvidia_smi, timeout):
+    """What holds memory on which GPU, from two bounded nvidia-smi queries.
+
+    Returns ``{'gpus': [{'index': int, 'uuid': str, 'memory_used_mib': int}],
+    'apps': [{'pid': int, 'gpu_uuid': str, 'used_memory_mib': int or None, 'name': str}]}``.
+    """
+    gpus = []
+    out = run_bounded([nvidia_smi, '--query-gpu=index,uuid,memory.used', '--format=csv,noheader,nounits'], timeout)
+    for row in _csv_rows(out):
+        try:
+            gpus.append({'index': int(row[0]), 'uuid': row[1], 'memory_used_mib': int(float(row[2]))})
+        except (IndexError, ValueError):
+            raise NvidiaSmiError('unexpected nvidia-smi --query-gpu line: %s' % ', '.join(row))
+    apps = []
+    out = run_bounded([nvidia_smi, '--query-compute-apps=pid,gpu_uuid,used_memory,process_name',
+                       '--format=csv,noheader,nounits'], timeout)
+    for row in _csv_rows(out):
+        if len(row) < 2 or not row[0].isdigit():
+            continue
+        try:
+            used = int(float(row[2]))
+        except (IndexError, ValueError):
+            used = None  # "[N/A]" without the rights to see other users' processes
+        apps.append({'pid': int(row[0]), 'gpu_uuid': row[1], 'used_memory_mib': used,
+                     'name': row[3] if len(row) > 3 else ''})
+    return {'gpus': gpus, 'apps': apps}
+
+
+def select_gpus(snapshot, wanted):
+    """The GPUs of ``snapshot`` named in ``wanted`` (indexes or UUIDs, as CUDA_VISIBLE_DEVICES
+    spells them); all of them when ``wanted`` is empty. Unknown names raise NvidiaSmiError."""
+    if not wanted:
+        return list(snapshot['gpus'])
+    chosen = []
+    for name in wanted:
+        name = str(name).strip()
+        match = [g for g in snapshot['gpus'] if str(g['index']) == name or g['uuid'] == name
+                 or (name.startswith('GPU-') and g['uuid'].startswith(name))]
+        if not match:
+            raise NvidiaSmiError('GPU %s is not among the GPUs nvidia-smi lists (%s)'
+                                 % (name, ', '.join('%d %s' % (g['index'], g['uuid']) for g in snapshot['gpus'])))
+        chosen.extend(g for g in match if g not in chosen)
+    return chosen
+
+
+def gpu_holders(snapshot, gpus, max_used_mib, own_pids):
+    """Why ``gpus`` are not free yet: a GPU is free when its memory.used is at most
+    ``max_used_mib`` and none of ``own_pids`` (the stopped unit's) has a context on it. Each
+    reason names the GPU, its used memory and every process nvidia-smi lists on it. [] = free."""
+    reasons = []
+    for gpu in gpus:
+        apps = [a for a in snapshot['apps'] if a['gpu_uuid'] == gpu['uuid']]
+        ours = [a for a in apps if a['pid'] in own_pids]
+        if gpu['memory_used_mib'] <= max_used_mib and not ours:
+            continue
+        held = ', '.join(
+            'pid %d %s%s (%s MiB)' % (a['pid'], a['name'] or '?', ' [this unit]' if a['pid'] in own_pids else '',
+                                      a['used_memory_mib'] if a['used_memory_mib'] is not None else '?')
+            for a in apps)
+        where = (' by ' + held) if held else ', no process listed (another container or a leak?)'
+        reasons.append('GPU %d: %d MiB used%s' % (gpu['index'], gpu['memory_used_mib'], where))
+    return reasons

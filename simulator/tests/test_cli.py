@@ -27,12 +27,27 @@ def test_defaults_match_sglang():
     assert args.mem_fraction_static is None and args.max_running_requests is None
 
 
-@pytest.mark.parametrize("argv", [["--no-such-flag"], ["--kv-cache-dtype", "int3"], ["--speculative-algorithm", "MAGIC"],
-                                  ["--tp-size", "four"]])
+@pytest.mark.parametrize("argv", [["--no-such-flag"], ["--kv-cache-dtype", "int3"], ["--kv-cache-dtype", "fp4_e2m1"],
+                                  ["--tp-size", "four"], ["--cuda-graph-max-bs", "8"]])
 def test_bad_flags_fail_like_argparse(argv):
     with pytest.raises(SystemExit) as exc:
         parse(argv)
     assert exc.value.code == 2
+
+
+def test_unknown_speculative_algorithm_fails_at_resolution_as_on_0_5_23():
+    # 0.5.23's parser has no choices for it; SpeculativeAlgorithm.from_string raises later
+    with pytest.raises(ValueError, match="Unknown speculative algorithm name: MAGIC"):
+        parse(["--speculative-algorithm", "MAGIC"])
+    args, _warnings = parse(["--speculative-algorithm", "nextn"])
+    assert args.speculative_algorithm == "EAGLE"
+
+
+def test_0_5_23_flags_parse():
+    args, _warnings = parse(["--cuda-graph-max-bs-decode", "16", "--cuda-graph-max-bs-prefill", "8",
+                             "--kv-cache-dtype", "fp4_mx_block16", "--context-length", "128k"])
+    assert (args.cuda_graph_max_bs_decode, args.cuda_graph_max_bs_prefill) == (16, 8)
+    assert args.kv_cache_dtype == "fp4_mx_block16" and args.context_length == 128000
 
 
 def test_topk_1_forces_draft_tokens_with_warning():
@@ -85,7 +100,7 @@ def test_cuda_graph_capture_failure_lists_solutions():
     proc = run_sim(SPEC + ["3", "--mem-fraction-static", "0.98"])
     assert proc.returncode != 0
     assert "Capture cuda graph failed" in proc.stdout
-    assert "Possible solutions:" in proc.stdout and "--cuda-graph-max-bs" in proc.stdout
+    assert "Possible solutions:" in proc.stdout and "--cuda-graph-max-bs-decode" in proc.stdout
     assert "Capture cuda graph begin." in proc.stdout
 
 

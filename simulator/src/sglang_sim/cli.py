@@ -53,6 +53,12 @@ def main(argv=None):
     if argv and argv[0] == "predict":
         return predict_main(argv[1:])
     parser = sim_args.build_parser()
+    try:
+        # prepare_server_args (0.5.23): --config FILE.yaml is merged before argparse sees the flags
+        argv = sim_args.merge_config(parser, argv)
+    except ValueError as exc:
+        sys.stderr.write("ValueError: %s\n" % exc)
+        return 1
     args = parser.parse_args(argv)
     try:
         profile = load_profile(args.sim_profile)

@@ -40,15 +40,18 @@ import math
 
 GIB = float(1 << 30)
 
-# bytes of one KV element relative to 16-bit; SGLang 0.5.x --kv-cache-dtype choices
-# (master adds mxfp8, nvfp4, fp4_mx_block16)
+# bytes of one KV element relative to 16-bit, for SGLang 0.5.23's --kv-cache-dtype choices (the
+# parser takes them from the recorded contract). The block-scaled formats carry one 8-bit scale per
+# block (mxfp8: 32 elements, nvfp4 and fp4_mx_block16: 16): a simulator model, not a measurement.
 KV_DTYPE_FACTOR = {
     "auto": 1.0,
     "bf16": 1.0,
     "bfloat16": 1.0,
     "fp8_e5m2": 0.5,
     "fp8_e4m3": 0.5,
-    "fp4_e2m1": 0.25,
+    "mxfp8": (8 + 8 / 32.0) / 16,
+    "nvfp4": (4 + 8 / 16.0) / 16,
+    "fp4_mx_block16": (4 + 8 / 16.0) / 16,
 }
 KV_CACHE_DTYPES = tuple(KV_DTYPE_FACTOR)
 

@@ -735,12 +735,13 @@ class StreamFlags(object):
 
 
 # -- startup ----------------------------------------------------------------------------------
+# SGLang 0.5.23 srt/model_executor/runner_backend_utils/__init__.py CUDA_GRAPH_CAPTURE_FAILED_MSG
 CUDA_GRAPH_FAILED_SOLUTIONS = (
     "Possible solutions:\n"
     "1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)\n"
-    "2. set --cuda-graph-max-bs to a smaller value (e.g., 16)\n"
-    "3. disable torch compile by not using --enable-torch-compile\n"
-    "4. disable CUDA graph by --disable-cuda-graph. (Not recommended. Huge performance loss)\n"
+    "2. set --cuda-graph-max-bs-decode to a smaller value (e.g., 16)\n"
+    "3. disable decode CUDA graph by --cuda-graph-backend-decode=disabled. "
+    "(Not recommended. Huge performance loss)\n"
     "Open an issue on GitHub https://github.com/sgl-project/sglang/issues/new/choose \n"
 )
 
@@ -895,7 +896,7 @@ def serve(args, profile, warnings):
     cfg = models.SimConfig(
         tp_size=args.tp_size, dp_size=args.dp_size, kv_cache_dtype=args.kv_cache_dtype,
         mem_fraction_static=args.mem_fraction_static, max_running_requests=args.max_running_requests,
-        cuda_graph_max_bs=args.cuda_graph_max_bs, context_length=args.context_length,
+        cuda_graph_max_bs=args.cuda_graph_max_bs_decode, context_length=args.context_length,
         chunked_prefill_size=args.chunked_prefill_size, speculative_algorithm=args.speculative_algorithm,
         speculative_num_steps=args.speculative_num_steps, speculative_eagle_topk=args.speculative_eagle_topk,
         speculative_num_draft_tokens=args.speculative_num_draft_tokens)

@@ -6,7 +6,7 @@ import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "unit", "roles", "sglang_service"))
-from test_templates import exec_argv, flags, render  # noqa: E402  (the role's real template)
+from rendering import flags, server_argv  # noqa: E402  (the role's real templates)
 
 
 def host_vars():
@@ -23,7 +23,7 @@ def test_seed_configuration_without_extra_vars():
     assert hv["sglang_service_speculative_eagle_topk"] == 1
     assert hv["sglang_service_tp_size"] == 4
     # what deploy.yml renders from these variables when no spec_steps is given
-    argv = flags(exec_argv(render("sglang.service.j2", {k: v for k, v in hv.items() if k.startswith("sglang_service_")})))
+    argv = flags(server_argv({k: v for k, v in hv.items() if k.startswith("sglang_service_")}))
     assert argv["--speculative-num-steps"] == "4"
     assert argv["--speculative-num-draft-tokens"] == "5"
     assert argv["--tp-size"] == "4" and argv["--kv-cache-dtype"] == "bf16"

@@ -1,10 +1,14 @@
 """The journal diagnosis: each SGLang startup failure is recognised from realistic journal
-output (SGLang 0.5.x wording) and carries SGLang's remedy; precedence between overlapping
+output (SGLang 0.5.23 wording) and carries SGLang's remedy; precedence between overlapping
 messages is fixed."""
 import pytest
 
+import re
+
+from ansible_collections.llmops.sglang.plugins.module_utils import diagnosis
 from ansible_collections.llmops.sglang.plugins.module_utils.diagnosis import (
     DIAGNOSIS_KEYS, diagnose, mismatch_diagnosis, timeout_diagnosis)
+from ansible_collections.llmops.sglang.plugins.module_utils.sglang_contract import FLAGS
 
 START = [
     "[2026-11-29 19:00:01] server_args=ServerArgs(model_path='/models/Qwen3.5-122B-A10B-FP8', tp_size=4, ...)",
@@ -31,7 +35,7 @@ GRAPH = START + [
     "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a total capacity of 94.97 GiB",
     "Possible solutions:",
     "1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)",
-    "2. set --cuda-graph-max-bs to a smaller value (e.g., 16)",
+    "2. set --cuda-graph-max-bs-decode to a smaller value (e.g., 16)",
 ] + DEATH
 
 OOM = START + [
@@ -50,7 +54,25 @@ UNKNOWN = START + [
 ] + DEATH
 
 
+# What the real 0.5.23 parser printed (prepare_server_args, Python 3.11), as journald shows it:
+# the usage line (hundreds of lines, abridged here) and the error, then exit code 2.
+USAGE = [
+    "sglang-qwen[4711]: usage: sglang serve [-h] --model-path MODEL_PATH",
+    "sglang-qwen[4711]:                     [--tokenizer-path TOKENIZER_PATH]",
+    "sglang-qwen[4711]:                     [--enable-flashinfer-allreduce-fusion]",
+]
+EXIT2 = ["sglang-qwen.service: Main process exited, code=exited, status=2/INVALIDARGUMENT"]
+AMBIGUOUS = USAGE + ["sglang-qwen[4711]: sglang serve: error: ambiguous option: --cuda-graph-max-bs could match "
+                     "--cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill"] + EXIT2
+UNRECOGNIZED = USAGE + ["sglang-qwen[4711]: sglang serve: error: unrecognized arguments: --enable-torch-compil 1"] + EXIT2
+CHOICE = USAGE + ["sglang-qwen[4711]: sglang serve: error: argument --kv-cache-dtype: invalid choice: 'fp4_e2m1' (choose "
+                  "from 'auto', 'fp8_e5m2', 'fp8_e4m3', 'mxfp8', 'bf16', 'bfloat16', 'nvfp4', 'fp4_mx_block16')"] + EXIT2
+
+
 @pytest.mark.parametrize("lines, key", [
+    (AMBIGUOUS, "bad_argument"),
+    (UNRECOGNIZED, "bad_argument"),
+    (CHOICE, "bad_argument"),
     (NOT_ENOUGH, "not_enough_memory"),
     (GRAPH, "cuda_graph_capture_failed"),
     (OOM, "cuda_out_of_memory"),
@@ -79,7 +101,7 @@ def test_graph_capture_wins_over_the_oom_inside_it():
     # the capture failure message embeds "CUDA out of memory": the capture advice is the useful one
     d = diagnose(GRAPH)
     assert d["key"] == "cuda_graph_capture_failed"
-    assert "--cuda-graph-max-bs" in d["remedy"]
+    assert "--cuda-graph-max-bs-decode" in d["remedy"]
 
 
 def test_oom_remedy_points_the_other_way_from_not_enough_memory():
@@ -102,3 +124,47 @@ def test_timeout_and_mismatch():
     d = mismatch_diagnosis([{"key": "speculative_num_steps", "expected": 4, "actual": 3}])
     assert d["key"] == "verification_mismatch"
     assert "speculative_num_steps: expected 4, server reports 3" in d["evidence"]
+
+
+def test_ambiguous_old_flag_names_the_0_5_23_spelling():
+    d = diagnose(AMBIGUOUS)
+    assert "--cuda-graph-max-bs" in d["message"] and "0.5.23" in d["message"]
+    assert d["remedy"].startswith("Use --cuda-graph-max-bs-decode")
+    assert d["evidence"].endswith("could match --cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill")
+
+
+def test_unrecognized_flag_gets_the_closest_0_5_23_spelling():
+    d = diagnose(UNRECOGNIZED)
+    assert "--enable-torch-compil" in d["message"]
+    assert "use --enable-torch-compile" in d["remedy"]
+
+
+def test_invalid_choice_lists_the_choices():
+    d = diagnose(CHOICE)
+    assert "'fp4_e2m1'" in d["message"] and "'fp4_mx_block16'" in d["remedy"]
+
+
+def test_a_parse_failure_wins_over_anything_later():
+    assert diagnose(AMBIGUOUS + NOT_ENOUGH)["key"] == "bad_argument"
+
+
+def _remedies():
+    """(text, refused flags it may quote) for every static entry and the argparse class's answers."""
+    entries = list(diagnosis.DIAGNOSES) + [diagnosis.UNKNOWN, diagnosis.TIMEOUT, diagnosis.VERIFICATION_MISMATCH]
+    out = [(e["message"] + " " + e["remedy"], set()) for e in entries]
+    out += [(text, set()) for text in diagnosis.RENAMED_FLAGS.values()]
+    for lines in (AMBIGUOUS, UNRECOGNIZED, CHOICE):
+        d = diagnose(lines)
+        # the refused flag is quoted from the journal's error line; everything else must exist
+        refused = set(re.findall(r"--[a-z0-9][a-z0-9-]*", d["evidence"].split("could match")[0]))
+        out.append((d["remedy"], refused))
+    return out
+
+
+def test_every_flag_a_remedy_names_exists_in_0_5_23():
+    named = set()
+    for text, refused in _remedies():
+        flags = set(re.findall(r"--[a-z0-9][a-z0-9-]*", text)) - refused
+        assert flags - FLAGS == set(), text
+        named |= flags
+    assert {"--cuda-graph-max-bs-decode", "--mem-fraction-static", "--enable-torch-compile"} <= named

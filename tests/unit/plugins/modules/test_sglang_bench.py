@@ -43,11 +43,11 @@ class TestRequestsFor:
 
 class TestServerSummary:
     def test_top_level_and_internal_states(self):
-        info = {"version": "0.5.6", "max_running_requests": 48, "max_total_num_tokens": 1000,
+        info = {"version": "0.5.23", "max_running_requests": 48, "max_total_num_tokens": 1000,
                 "speculative_num_steps": 4, "unrelated": 1,
                 "internal_states": [{"max_running_requests": 21, "avg_spec_accept_length": 3.1}]}
         server, max_running, max_total = mod._server_summary(info)
-        assert server == {"version": "0.5.6", "server_args": {"max_running_requests": 48, "speculative_num_steps": 4},
+        assert server == {"version": "0.5.23", "server_args": {"max_running_requests": 48, "speculative_num_steps": 4},
                           "max_running_requests": 21, "resolved_max_running_requests": 48}
         assert max_running == 21  # the value the scheduler applies
         assert max_total == 1000

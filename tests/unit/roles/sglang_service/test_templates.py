@@ -1,107 +1,14 @@
 """Render the sglang_service role's real templates, as the template action does, and check
 the command line and environment systemd would see, for several variable combinations."""
-import os
-import shlex
-
 import pytest
 import yaml
 
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
-
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
-ROLE = os.path.join(ROOT, "roles", "sglang_service")
+from rendering import config_options, env_file, exec_argv, flags, render, server_argv, unit_sections
 
 
-def _load(rel):
-    with open(os.path.join(ROLE, rel), encoding="utf-8") as fh:
-        return yaml.safe_load(fh) or {}
-
-
-def _trust(value):
-    if isinstance(value, str):
-        return trust_as_template(value)
-    if isinstance(value, list):
-        return [_trust(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _trust(v) for k, v in value.items()}
-    return value
-
-
-def render(name, overrides):
-    """Render templates/<name> with defaults < overrides < vars/main.yml (role precedence)."""
-    variables = dict(_load("defaults/main.yml"))
-    variables.update(overrides)
-    variables.update(_load("vars/main.yml"))
-    variables.update(role_path=ROLE, ansible_managed="Ansible managed")
-    templar = Templar(loader=DataLoader(), variables=_trust(variables))
-    with open(os.path.join(ROLE, "templates", name), encoding="utf-8") as fh:
-        source = trust_as_template(fh.read())
-    # The template action's defaults: trim_blocks on, lstrip_blocks off, no backslash escaping.
-    return templar.template(source, escape_backslashes=False,
-                            overrides=dict(trim_blocks=True, lstrip_blocks=False))
-
-
-def unit_sections(text):
-    """{section: {key: value}} of a unit file, continuation lines joined."""
-    sections, current, pending = {}, None, ""
-    for raw in text.splitlines():
-        line = pending + raw
-        if line.endswith("\\"):
-            pending = line[:-1] + " "
-            continue
-        pending = ""
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        if line.startswith("["):
-            current = sections.setdefault(line.strip("[]"), {})
-            continue
-        key, dummy, value = line.partition("=")
-        current[key.strip()] = value.strip()
-    return sections
-
-
-def exec_argv(text):
-    """The argv systemd builds from ExecStart (quotes and %%/$$ escapes resolved)."""
-    execstart = unit_sections(text)["Service"]["ExecStart"]
-    return [w.replace("%%", "%").replace("$$", "$") for w in shlex.split(execstart)]
-
-
-def flags(argv):
-    """{--flag: value or True} of an argv after `python -m module`."""
-    out, i = {}, 3
-    while i < len(argv):
-        if i + 1 < len(argv) and not argv[i + 1].startswith("--"):
-            out[argv[i]] = argv[i + 1]
-            i += 2
-        else:
-            out[argv[i]] = True
-            i += 1
-    return out
-
-
-def _systemd_env_value(value):
-    """A double-quoted EnvironmentFile value as systemd reads it (env-file.c: \\ " ` $ escapes)."""
-    assert value.startswith('"') and value.endswith('"'), value
-    out, chars = [], iter(value[1:-1])
-    for c in chars:
-        if c == "\\":
-            nxt = next(chars)
-            out.append(nxt if nxt in '"\\`$' else c + nxt)
-        else:
-            assert c != '"', "unescaped quote in %r" % value
-            out.append(c)
-    return "".join(out)
-
-
-def env_file(text):
-    env = {}
-    for line in text.splitlines():
-        if line.startswith("#") or not line.strip():
-            continue
-        key, dummy, value = line.partition("=")
-        env[key] = _systemd_env_value(value)
-    return env
+def server_flags(overrides):
+    """{--flag: value or True} as SGLang 0.5.23 sees them (the --config file, then the command line)."""
+    return flags(server_argv(overrides))
 
 
 SEED = dict(
@@ -121,8 +28,9 @@ SEED = dict(
 
 def test_seed_configuration_flags():
     argv = exec_argv(render("sglang.service.j2", SEED))
-    assert argv[:3] == ["/opt/sglang/venv/bin/python", "-m", "sglang.launch_server"]
-    f = flags(argv)
+    # the command line holds the interpreter, the module and the --config file only
+    assert argv == ["/opt/sglang/venv/bin/python", "-m", "sglang.launch_server", "--config", "/etc/sglang/sglang.yaml"]
+    f = server_flags(SEED)
     assert f["--model-path"] == "/models/Qwen3.5-122B-A10B-FP8"
     assert f["--served-model-name"] == "Qwen3.5-122B-A10B-FP8"
     assert f["--tp-size"] == "4"
@@ -135,7 +43,7 @@ def test_seed_configuration_flags():
     assert f["--enable-metrics"] is True
     assert f["--host"] == "127.0.0.1" and f["--port"] == "30000"
     # unset knobs are left to SGLang
-    for flag in ("--dp-size", "--mem-fraction-static", "--max-running-requests", "--cuda-graph-max-bs",
+    for flag in ("--dp-size", "--mem-fraction-static", "--max-running-requests", "--cuda-graph-max-bs-decode", "--cuda-graph-max-bs-prefill",
                  "--context-length", "--chunked-prefill-size", "--attention-backend", "--api-key",
                  "--speculative-draft-model-path", "--sim-profile"):
         assert flag not in f
@@ -143,16 +51,16 @@ def test_seed_configuration_flags():
 
 @pytest.mark.parametrize("steps", [1, 2, 3, 5, 10])
 def test_draft_tokens_follow_steps_with_topk_1(steps):
-    f = flags(exec_argv(render("sglang.service.j2", dict(SEED, sglang_service_speculative_num_steps=steps))))
+    f = server_flags(dict(SEED, sglang_service_speculative_num_steps=steps))
     assert f["--speculative-num-steps"] == str(steps)
     assert f["--speculative-num-draft-tokens"] == str(steps + 1)
 
 
 def test_explicit_tree_drafting():
-    f = flags(exec_argv(render("sglang.service.j2", dict(
+    f = server_flags(dict(
         SEED, sglang_service_speculative_algorithm="EAGLE3", sglang_service_speculative_num_steps=5,
         sglang_service_speculative_eagle_topk=8, sglang_service_speculative_num_draft_tokens=32,
-        sglang_service_speculative_draft_model_path="/models/eagle3 draft"))))
+        sglang_service_speculative_draft_model_path="/models/eagle3 draft"))
     assert f["--speculative-algorithm"] == "EAGLE3"
     assert f["--speculative-eagle-topk"] == "8"
     assert f["--speculative-num-draft-tokens"] == "32"
@@ -160,23 +68,25 @@ def test_explicit_tree_drafting():
 
 
 def test_no_speculative_block_without_algorithm():
-    f = flags(exec_argv(render("sglang.service.j2", {"sglang_service_model_path": "/m"})))
+    f = server_flags({"sglang_service_model_path": "/m"})
     assert not [k for k in f if k.startswith("--speculative")]
     assert f["--tp-size"] == "1" and f["--kv-cache-dtype"] == "auto"
 
 
 def test_tuning_knobs_and_extra_args():
-    argv = exec_argv(render("sglang.service.j2", dict(
+    overrides = dict(
         SEED, sglang_service_dp_size=2, sglang_service_mem_fraction_static=0.88, sglang_service_max_running_requests=32,
-        sglang_service_cuda_graph_max_bs=64, sglang_service_context_length=131072, sglang_service_chunked_prefill_size=-1,
+        sglang_service_cuda_graph_max_bs_decode=64, sglang_service_cuda_graph_max_bs_prefill=8,
+        sglang_service_context_length=131072, sglang_service_chunked_prefill_size=-1,
         sglang_service_attention_backend="flashinfer", sglang_service_trust_remote_code=True, sglang_service_enable_metrics=False,
         sglang_service_host="0.0.0.0", sglang_service_port=30011,
-        sglang_service_extra_args=["--disable-radix-cache", "--json-model-override-args", '{"a": "b c"}', "50%$HOME"])))
-    f = flags(argv)
+        sglang_service_extra_args=["--disable-radix-cache", "--json-model-override-args", '{"a": "b c"}', "50%$HOME"])
+    argv = exec_argv(render("sglang.service.j2", overrides))
+    f = server_flags(overrides)
     assert f["--dp-size"] == "2"
     assert f["--mem-fraction-static"] == "0.88"
     assert f["--max-running-requests"] == "32"
-    assert f["--cuda-graph-max-bs"] == "64"
+    assert f["--cuda-graph-max-bs-decode"] == "64" and f["--cuda-graph-max-bs-prefill"] == "8"
     assert f["--context-length"] == "131072"
     assert f["--chunked-prefill-size"] == "-1"
     assert f["--attention-backend"] == "flashinfer"
@@ -194,7 +104,7 @@ def test_simulator_launch_and_profile():
         sglang_service_name="sglang-qwen")))
     assert argv[:3] == ["/opt/sglang/venv/bin/python", "-m", "sglang_sim"]
     # the host-side copy, not the controller path
-    assert flags(argv)["--sim-profile"] == "/etc/sglang/sglang-qwen.sim-profile.yaml"
+    assert flags(argv, 3)["--sim-profile"] == "/etc/sglang/sglang-qwen.sim-profile.yaml"
 
 
 def test_existing_interpreter():
@@ -222,17 +132,24 @@ def test_unit_settings():
     assert "MemoryMax" not in unit_sections(render("sglang.service.j2", SEED))["Service"]
 
 
-def test_api_key_only_in_environment_file():
-    key = "sk-very$ecret\"key"
-    unit = render("sglang.service.j2", dict(SEED, sglang_service_api_key=key))
-    assert key not in unit and "ecret" not in unit
-    argv = exec_argv(unit)
-    # systemd substitutes ${SGLANG_API_KEY} from the environment file at start
-    assert argv[argv.index("--api-key") + 1] == "${SGLANG_API_KEY}"
-    env = env_file(render("sglang.env.j2", dict(SEED, sglang_service_api_key=key)))
-    assert env["SGLANG_API_KEY"] == key
-    assert "--api-key" not in exec_argv(render("sglang.service.j2", SEED))
-    assert "SGLANG_API_KEY" not in env_file(render("sglang.env.j2", SEED))
+def test_api_key_only_in_the_config_file():
+    key = "sk-very$ecret\"key: #1"
+    overrides = dict(SEED, sglang_service_api_key=key)
+    unit = render("sglang.service.j2", overrides)
+    # nothing of the key on the command line (ps -ef), in the unit or in the environment file
+    assert "ecret" not in unit and "--api-key" not in exec_argv(unit)
+    assert "ecret" not in render("sglang.env.j2", overrides)
+    assert config_options(overrides)["api-key"] == key
+    assert server_flags(overrides)["--api-key"] == key
+    assert "api-key" not in config_options(SEED)
+
+
+def test_config_file_is_readable_yaml_in_flag_order():
+    text = render("sglang.yaml.j2", SEED)
+    keys = [line.split(":")[0] for line in text.splitlines() if line and not line.startswith("#")]
+    assert keys[:4] == ["model-path", "served-model-name", "tp-size", "kv-cache-dtype"]
+    assert keys[-2:] == ["host", "port"]
+    assert yaml.safe_load(text)["speculative-num-draft-tokens"] == 5
 
 
 def test_environment_file():
@@ -317,3 +234,20 @@ def test_api_key_line_dropped_from_the_journal_where_systemd_can(version, key, f
     unit = render("sglang.service.j2", dict(
         SEED, sglang_service_api_key=key, _sglang_service_systemctl_version={"stdout": version}))
     assert ("LogFilterPatterns=~api_key" in unit.splitlines()) == filtered
+
+
+@pytest.mark.parametrize("overrides, gpus", [
+    ({"sglang_service_cuda_visible_devices": "0,1,2,3"}, ["0", "1", "2", "3"]),
+    ({"sglang_service_cuda_visible_devices": "GPU-abc, GPU-def"}, ["GPU-abc", "GPU-def"]),
+    ({"sglang_service_tp_size": 2, "sglang_service_dp_size": 2}, ["0", "1", "2", "3"]),
+    ({}, ["0"]),
+])
+def test_gpus_the_stop_waits_for(overrides, gpus):
+    from rendering import _load, _trust
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar
+
+    variables = dict(_load("defaults/main.yml"), sglang_service_model_path="/m", **overrides)
+    variables.update(_load("vars/main.yml"))
+    templar = Templar(loader=DataLoader(), variables=_trust(variables))
+    assert templar.template(_trust("{{ _sglang_service_gpus }}")) == gpus
