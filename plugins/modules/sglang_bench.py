@@ -684,6 +684,20 @@ def describe_workload(params, levels, prompts, model, max_running=None):
     }
 
 
+def name_this_process():
+    """Show a load-driving benchmark as "sglang_bench" in the host's process list (ps -e, pgrep -x).
+
+    Set only once the per-server lock is held, so that the process list tells how many
+    benchmarks drive load at once (with pipelining the command line is only "python3").
+    Best effort: Linux only, nothing depends on it.
+    """
+    try:
+        with open("/proc/self/comm", "w") as fh:
+            fh.write("sglang_bench")
+    except (IOError, OSError):
+        pass
+
+
 def _run_sync(coro):
     loop = asyncio.new_event_loop()
     try:
@@ -732,6 +746,7 @@ def main():
         other = lock.acquire(module.params["lock_timeout"], module.params["leftover"], log=module.warn)
     except BenchmarkBusy as exc:
         module.fail_json(msg=to_native(exc), fault="busy", workload=workload)
+    name_this_process()
     try:
         result, problem = _run_sync(run_benchmark(module.params, levels, prompts, log=module.warn))
     except StalledServer as exc:
