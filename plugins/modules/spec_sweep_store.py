@@ -62,8 +62,8 @@ options:
     description:
       - The configuration's own verdict. Required with O(state=failed).
       - C(kind) is V(start) (it failed to start; the C(sglang_service_failure) fact) or V(load) (it
-        failed under load: the server crashed or answered with errors). Anything else (outages,
-        stalls, controller errors) is refused: those are not the configuration's result.
+        failed under load - the server crashed or answered with errors). Anything else (outages,
+        stalls, controller errors) is refused; those are not the configuration's result.
     type: dict
 notes:
   - Supports check mode (reports what it would write) .
