@@ -106,7 +106,8 @@ def _compose(text):
         nodes = list(yaml.compose_all(text, Loader=_Loader))
     except yaml.YAMLError as exc:
         raise PinError('the file is not valid YAML: %s' % exc)
-    nodes = [n for n in nodes if n is not None]
+    # An explicit but empty document ("---" and comments) composes to a null scalar.
+    nodes = [n for n in nodes if n is not None and not (isinstance(n, yaml.ScalarNode) and n.tag == 'tag:yaml.org,2002:null')]
     if not nodes:
         return None
     if len(nodes) > 1:
@@ -267,9 +268,7 @@ def update_text(old_text, updates):
         if entries:
             at = _entry_last_line(entries, len(entries) - 1, lines) + 1
         else:
-            at = len(lines)
-            while at > 0 and _is_blank_or_comment(lines[at - 1]) and not lines[at - 1].startswith('---'):
-                at -= 1
+            at = len(lines)  # only comments (and "---"): the keys go after them
         edits.append((at, at - 1, missing))
 
     if not changed:

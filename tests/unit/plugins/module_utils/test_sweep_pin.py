@@ -193,3 +193,9 @@ def test_files_that_cannot_be_edited_line_by_line_are_refused():
             assert str(exc), what
         else:
             raise AssertionError('%s must be refused' % what)
+
+
+def test_a_file_with_only_comments_and_the_document_start_gets_the_keys_after_them():
+    new, changed = sweep_pin.update_text('---\n# pinned here\n', pinned(4))
+    assert new.startswith('---\n# pinned here\nsglang_service_speculative_num_steps: 4\n') and changed
+    assert yaml.safe_load(new)['sglang_spec_sweep']['winner'] == 4
