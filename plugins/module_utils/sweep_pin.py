@@ -28,7 +28,13 @@ __metaclass__ = type
 import json
 import os
 
-import yaml
+try:
+    import yaml
+    HAS_YAML = True
+    YAML_IMPORT_ERROR = None
+except ImportError as exc:  # pragma: no cover - Ansible's controller always has PyYAML
+    HAS_YAML = False
+    YAML_IMPORT_ERROR = exc
 
 # Keys whose value changes with every sweep without changing its outcome.
 VOLATILE_KEYS = ('date',)
@@ -54,10 +60,6 @@ def host_vars_path(inventory_dir, host):
     return as_dir + '.yml'
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that keeps tagged values (``!vault``, ``!unsafe``) as (tag, text) pairs."""
-
-
 def _tagged(loader, tag_suffix, node):
     if isinstance(node, yaml.ScalarNode):
         return ('!' + tag_suffix, loader.construct_scalar(node))
@@ -66,14 +68,17 @@ def _tagged(loader, tag_suffix, node):
     return ('!' + tag_suffix, loader.construct_mapping(node, deep=True))
 
 
-_Loader.add_multi_constructor('!', _tagged)
+if HAS_YAML:
+    class _Loader(yaml.SafeLoader):  # pylint: disable=too-many-ancestors
+        """SafeLoader that keeps tagged values (``!vault``, ``!unsafe``) as (tag, text) pairs."""
 
+    _Loader.add_multi_constructor('!', _tagged)
 
-class _Dumper(yaml.SafeDumper):
-    """Indented block sequences (``key:\\n  - a``), as yamllint's default rules expect."""
+    class _Dumper(yaml.SafeDumper):  # pylint: disable=too-many-ancestors
+        """Indented block sequences (``key:`` then ``  - a``), as yamllint's default rules expect."""
 
-    def increase_indent(self, flow=False, indentless=False):
-        return super(_Dumper, self).increase_indent(flow, False)
+        def increase_indent(self, flow=False, indentless=False):
+            return super(_Dumper, self).increase_indent(flow, False)
 
 
 def _plain(value):
@@ -191,6 +196,8 @@ def update_text(old_text, updates):
     sweep with the same outcome leaves the file byte for byte as it was. Raises PinError
     naming the reason when the file cannot be edited without touching other lines.
     """
+    if not HAS_YAML:
+        raise PinError('PyYAML is required on the controller to pin into host_vars: %s' % YAML_IMPORT_ERROR)
     old_text = old_text or ''
     updates = _plain(updates)
     evidence = updates.pop(EVIDENCE_KEY, None)

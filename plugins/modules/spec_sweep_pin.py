@@ -105,7 +105,7 @@ changed_keys:
 import os
 import tempfile
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 from ansible_collections.llmops.sglang.plugins.module_utils import sweep_pin
 
@@ -123,6 +123,8 @@ def main():
         required_by={'inventory_dir': ('host',)},
         supports_check_mode=True,
     )
+    if not sweep_pin.HAS_YAML:
+        module.fail_json(msg=missing_required_lib('PyYAML'), exception=to_native(sweep_pin.YAML_IMPORT_ERROR))
     p = module.params
     path = p['path'] or sweep_pin.host_vars_path(p['inventory_dir'], p['host'])
     old = ''
