@@ -98,8 +98,10 @@ def record_measurement(results_dir, host, steps, fingerprint, result, repeat=Non
     """Store one benchmark run; ``repeat`` defaults to the next free index. Returns the path."""
     cdir = config_dir(results_dir, host, steps)
     if repeat is None:
-        existing = list_repeats(results_dir, host, steps, fingerprint)
-        repeat = (max([r for r, _doc in existing]) + 1) if existing else 1
+        # The next index after every stored run, whatever its fingerprint: a run of another setup
+        # (an older SGLang, another workload) is kept, not overwritten.
+        taken = [int(m.group(1)) for m in (_REPEAT_RE.match(n) for n in (os.listdir(cdir) if os.path.isdir(cdir) else [])) if m]
+        repeat = max(taken) + 1 if taken else 1
     path = os.path.join(cdir, 'repeat-%d.json' % int(repeat))
     write_json_atomic(path, {
         'schema': SCHEMA, 'kind': 'measurement', 'host': host, 'steps': int(steps), 'repeat': int(repeat),

@@ -99,3 +99,12 @@ def test_measurements_of_another_sglang_version_are_not_reused(tmp_path):
     assert st.load_configs(results, 'h', [3], fp, '0.5.22')[0]['status'] == 'ok'
     assert st.load_configs(results, 'h', [3], fp, '0.5.23')[0]['status'] == 'missing'
     assert st.load_configs(results, 'h', [3], fp, None)[0]['status'] == 'ok'
+
+
+def test_a_run_of_another_setup_is_kept_not_overwritten(tmp_path):
+    results = str(tmp_path)
+    old = st.record_measurement(results, 'h', 1, {'pip': 'sglang==0.5.22'}, {'levels': []})
+    new = st.record_measurement(results, 'h', 1, {'pip': 'sglang==0.5.23'}, {'levels': []})
+    assert old != new and os.path.exists(old) and os.path.exists(new)
+    assert [i for i, _d in st.list_repeats(results, 'h', 1, {'pip': 'sglang==0.5.22'})] == [1]
+    assert [i for i, _d in st.list_repeats(results, 'h', 1, {'pip': 'sglang==0.5.23'})] == [2]
