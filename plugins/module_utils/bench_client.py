@@ -25,10 +25,20 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import asyncio
+import errno
 import json
+import os
+import re
+import signal
 import socket
 import ssl
+import tempfile
 import time
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX
+    fcntl = None
 
 try:
     from urllib.parse import urlsplit
@@ -407,6 +417,13 @@ def _describe(exc):
     return "%s: %s" % (type(exc).__name__, text) if text else type(exc).__name__
 
 
+# How much slower than the warm-up's pace a level may run before its overall deadline ends it.
+# Per-request latency grows with the batch, but at most linearly in the concurrency (each
+# request's decode step costs at most as much as the whole batch's); 4x on top covers noise
+# and slower prefill without letting a dead server hold a level for long.
+DEADLINE_SLACK = 4.0
+
+
 class LevelRun:
     """A closed-loop load at one concurrency level.
 
@@ -417,9 +434,21 @@ class LevelRun:
     until that much time has passed: in-flight requests then finish and
     count). The level's duration is from the measured phase's start to its
     last response, so aggregate tok/s = measured tokens / that wall time.
+
+    Two deadlines keep a stopped server from holding the level (a SIGSTOPped
+    server still accepts connections into its backlog, so only
+    ``request_timeout`` would end each request):
+
+    * ``stall_timeout``: no token arrived on any stream in flight for that
+      long. The level ends at once, ``stalled`` says why.
+    * the overall deadline, derived from the expected work: the warm-up's
+      (or ``reference``'s) per-request latency, scaled to this concurrency,
+      times the rounds of requests, times DEADLINE_SLACK, plus the stall
+      timeout. Exceeding it also ends the level with ``stalled`` set.
     """
 
-    def __init__(self, endpoint, path, parser, make_body, concurrency, requests, warmup, duration_s=None):
+    def __init__(self, endpoint, path, parser, make_body, concurrency, requests, warmup, duration_s=None,
+                 stall_timeout=None, reference=None):
         self.endpoint = endpoint
         self.path = path
         self.parser = parser
@@ -428,14 +457,24 @@ class LevelRun:
         self.requests = requests
         self.warmup = warmup
         self.duration_s = duration_s
+        self.stall_timeout = stall_timeout
+        # (per-request e2e seconds, at concurrency) measured before this level, or None.
+        self.reference = reference
         self.records = []
+        self.warmup_records = []
         self.aborted = None
+        self.stalled = None
+        self.deadline_s = None
         self._next = 0
         self._index = 0
+        self._in_flight = set()
+        self._finished_tokens = 0
+        self._tasks = []
 
     async def _one(self, index):
         rec = RequestRecord()
         body = self.make_body(index)
+        self._in_flight.add(rec)
         try:
             await asyncio.wait_for(stream_request(self.endpoint, self.path, body, self.parser, rec), self.endpoint.request_timeout)
             if rec.t_end is None:
@@ -450,6 +489,9 @@ class LevelRun:
             rec.error = "request timed out after request_timeout=%ss (%d tokens received)" % (self.endpoint.request_timeout, rec.completion_tokens)
         except Exception as exc:  # pylint: disable=broad-except
             rec.error = _describe(exc)
+        finally:
+            self._in_flight.discard(rec)
+            self._finished_tokens += len(rec.times) + 1
         if rec.t_end is None:
             rec.t_end = _now()
         return rec
@@ -458,7 +500,7 @@ class LevelRun:
         while self._next < self.warmup and not self.aborted:
             self._next += 1
             self._index += 1
-            await self._one(self._index)
+            self.warmup_records.append(await self._one(self._index))
 
     async def _worker(self, deadline):
         while not self.aborted:
@@ -472,12 +514,153 @@ class LevelRun:
             rec = await self._one(self._index)
             self.records.append(rec)
 
+    def _progress(self):
+        """Chunks received so far (finished requests count whole): grows while any stream moves."""
+        return self._finished_tokens + sum(len(rec.times) for rec in self._in_flight)
+
+    def _stop(self, why):
+        self.stalled = why
+        self.aborted = why
+        for task in self._tasks:
+            task.cancel()
+
+    async def _watch(self):
+        """Ends the level when no stream moves for stall_timeout or the overall deadline passes."""
+        tick = min(1.0, self.stall_timeout / 10.0)
+        last, last_change = self._progress(), _now()
+        while True:
+            await asyncio.sleep(tick)
+            now, progress = _now(), self._progress()
+            if progress != last or not self._in_flight:
+                last, last_change = progress, now
+            elif now - last_change > self.stall_timeout:
+                self._stop("server stalled: no token on any of the %d streams in flight for %.0fs (stall_timeout)"
+                           % (len(self._in_flight), now - last_change))
+                return
+            if self._deadline_at is not None and now > self._deadline_at:
+                self._stop("server stalled: the level at concurrency %d did not finish within its overall deadline of %.0fs "
+                           "(expected work: %s)" % (self.concurrency, self.deadline_s, self._deadline_why))
+                return
+
+    def _set_deadline(self):
+        """The overall deadline of the measured phase, from the warm-up's pace (or the reference)."""
+        ref = None
+        warm = sorted(r.t_end - r.t_send for r in self.warmup_records if r.ok)
+        if warm:
+            ref = (warm[len(warm) // 2], min(self.concurrency, self.warmup))
+        elif self.reference:
+            ref = self.reference
+        if ref is None or not self.stall_timeout:
+            return
+        e2e, at = ref
+        per_request = e2e * max(1.0, float(self.concurrency) / max(1, at))
+        if self.duration_s:
+            work = self.duration_s + per_request
+            why = "%.0fs of load plus one request of about %.1fs" % (self.duration_s, per_request)
+        else:
+            rounds = -(-self.requests // self.concurrency)
+            work = rounds * per_request
+            why = "%d rounds of requests of about %.1fs each" % (rounds, per_request)
+        self.deadline_s = self.stall_timeout + DEADLINE_SLACK * work
+        self._deadline_why = why
+        self._deadline_at = _now() + self.deadline_s
+
+    async def _gather(self, coros):
+        self._tasks = [asyncio.ensure_future(c) for c in coros]
+        try:
+            await asyncio.gather(*self._tasks)
+        except asyncio.CancelledError:
+            if not self.stalled:
+                raise
+
     async def run(self):
-        if self.warmup:
-            await asyncio.gather(*[self._warm_worker() for _worker in range(min(self.concurrency, self.warmup))])
-        self._next = 0
-        start = _now()
-        deadline = start + self.duration_s if self.duration_s else None
-        await asyncio.gather(*[self._worker(deadline) for _worker in range(self.concurrency)])
+        self._deadline_at = None
+        self._deadline_why = None
+        watchdog = asyncio.ensure_future(self._watch()) if self.stall_timeout else None
+        try:
+            if self.warmup:
+                await self._gather([self._warm_worker() for _worker in range(min(self.concurrency, self.warmup))])
+            self._next = 0
+            start = _now()
+            if not self.stalled:
+                self._set_deadline()
+                deadline = start + self.duration_s if self.duration_s else None
+                await self._gather([self._worker(deadline) for _worker in range(self.concurrency)])
+        finally:
+            if watchdog is not None:
+                watchdog.cancel()
         end = max([r.t_end for r in self.records] or [_now()])
         return end - start
+
+
+class BenchmarkBusy(BenchError):
+    """Another benchmark of the same server holds the lock."""
+
+
+class ServerLock:
+    """One benchmark per server at a time, on the host that runs the benchmark.
+
+    An flock on ``<lock dir>/llmops-sglang-bench-<host>_<port>.lock``: the kernel releases it
+    when its holder exits, however it exits (a benchmark left running by a SIGKILLed
+    ansible-playbook keeps it until it ends). The file holds the holder's PID, so that a
+    caller may stop a leftover (``leftover="stop"``) instead of waiting for it.
+    """
+
+    def __init__(self, base_url, lock_dir=None):
+        _scheme, host, port, _prefix = parse_base_url(base_url)
+        name = "llmops-sglang-bench-%s_%d.lock" % (re.sub(r"[^A-Za-z0-9_.-]", "_", host), port)
+        if lock_dir is None:
+            lock_dir = "/run/lock" if os.access("/run/lock", os.W_OK) else tempfile.gettempdir()
+        self.path = os.path.join(lock_dir, name)
+        self.fd = None
+
+    def _try(self):
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except (IOError, OSError) as exc:
+            if exc.errno in (errno.EAGAIN, errno.EACCES):
+                return False
+            raise
+
+    def holder(self):
+        try:
+            with open(self.path) as fh:
+                return int(fh.read().strip() or 0) or None
+        except (IOError, OSError, ValueError):
+            return None
+
+    def acquire(self, timeout, leftover="wait", log=None):
+        """Take the lock within ``timeout`` seconds; with leftover=stop, SIGTERM the holder first.
+
+        Returns the PID that was stopped or waited for (None if the lock was free).
+        """
+        if fcntl is None:
+            return None
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        other = None
+        if not self._try():
+            other = self.holder()
+            if log:
+                log("another benchmark of this server (pid %s) is running: %s it" % (other, "stopping" if leftover == "stop" else "waiting for"))
+            if leftover == "stop" and other and other != os.getpid():
+                try:
+                    os.kill(other, signal.SIGTERM)
+                except OSError:
+                    pass
+            deadline = time.time() + timeout
+            while not self._try():
+                if time.time() > deadline:
+                    os.close(self.fd)
+                    self.fd = None
+                    raise BenchmarkBusy("another benchmark of this server (pid %s, lock %s) still runs after %ss; "
+                                        "two at once would measure each other" % (other, self.path, timeout))
+                time.sleep(0.2)
+        os.ftruncate(self.fd, 0)
+        os.write(self.fd, ("%d\n" % os.getpid()).encode("ascii"))
+        return other
+
+    def release(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None

@@ -310,6 +310,13 @@ def describe_objective(objective, params=None):
     return 'constrained: best aggregate output tok/s at a concurrency where %s' % ' and '.join(bounds)
 
 
+def failure_text(failure):
+    """'failed to start: <diagnosis>' or 'failed under load: <diagnosis>' of a stored verdict."""
+    failure = failure or {}
+    kind = 'failed under load' if failure.get('kind') == 'load' else 'failed to start'
+    return '%s: %s' % (kind, failure.get('diagnosis') or 'unknown')
+
+
 def _sorted_configs(configs):
     return sorted(configs, key=lambda c: c['steps'])
 
@@ -332,9 +339,9 @@ def plan(configs, objective, repeats, params=None):
         have = len(cfg.get('repeats') or [])
         entry = {'steps': steps, 'missing_repeats': max(0, repeats - have)}
         if cfg.get('status') == STATUS_FAILED:
-            entry.update(action='failed', reason='failed to start: %s' % ((cfg.get('failure') or {}).get('diagnosis') or 'unknown'))
+            entry.update(action='failed', reason=failure_text(cfg.get('failure')))
             if p['early_stop'] and incumbent is not None and stopped is None and not blocked:
-                stopped = 'steps %d failed to start' % steps
+                stopped = 'steps %d %s' % (steps, failure_text(cfg.get('failure')))
             out.append(entry)
             continue
         if have >= repeats:
@@ -379,7 +386,7 @@ def decide(configs, objective, params=None):
         status = cfg.get('status')
         if status != STATUS_OK:
             if status == STATUS_FAILED:
-                why = 'failed to start (%s)' % ((cfg.get('failure') or {}).get('diagnosis') or 'unknown')
+                why = failure_text(cfg.get('failure'))
             else:
                 why = cfg.get('reason') or status
             verdicts.append({'steps': cfg['steps'], 'status': status, 'score': None, 'spread': None, 'verdict': why})

@@ -50,7 +50,7 @@ def markdown(host, evaluation, meta):
     out = ['# Speculative decoding sweep: %s' % host, '']
     out.append('- objective: %s' % decision['objective'])
     out.append('- winner: %s' % ('steps %d' % winner if winner is not None else 'none (every configuration failed or none qualified)'))
-    for key in ('date', 'sglang_version', 'model', 'workload', 'concurrency_levels', 'repeats', 'margin', 'early_stop'):
+    for key in ('serving', 'date', 'sglang_version', 'model', 'workload', 'concurrency_levels', 'repeats', 'margin', 'early_stop'):
         if meta.get(key) is not None:
             out.append('- %s: %s' % (key.replace('_', ' '), meta[key]))
     out += ['', '## Why', '', decision['reason'], '', '## Results (medians over repeats)', '',

@@ -12,6 +12,13 @@ measured, so that an interrupted sweep resumes where it stopped::
 Every file carries the sweep's *fingerprint* (workload, levels, model, speculative
 settings other than the step count). Files whose fingerprint differs from the current
 sweep are ignored: they measured something else.
+
+Only a configuration's own *verdict* is ever stored as a failure: it failed to start
+(``kind: start``, with the diagnosis) or failed under load (``kind: load``, with the
+server's own error). Faults around it (host unreachable, controller error, stalled
+server, interrupted benchmark) are not results; the sweep stops instead, and the
+configuration is measured again on the next run. Records written before this rule
+(``diagnosis: benchmark_failed``) are ignored for the same reason.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -80,12 +87,21 @@ def _same(fingerprint, doc):
     return doc is not None and doc.get('schema') == SCHEMA and doc.get('fingerprint') == normalize(fingerprint)
 
 
+def _same_version(server_version, doc):
+    if not server_version:
+        return True
+    measured = ((doc or {}).get('result') or {}).get('sglang_version')
+    return measured in (None, '') or str(measured) == str(server_version)
+
+
 def record_measurement(results_dir, host, steps, fingerprint, result, repeat=None):
     """Store one benchmark run; ``repeat`` defaults to the next free index. Returns the path."""
     cdir = config_dir(results_dir, host, steps)
     if repeat is None:
-        existing = list_repeats(results_dir, host, steps, fingerprint)
-        repeat = (max([r for r, _doc in existing]) + 1) if existing else 1
+        # The next index after every stored run, whatever its fingerprint: a run of another setup
+        # (an older SGLang, another workload) is kept, not overwritten.
+        taken = [int(m.group(1)) for m in (_REPEAT_RE.match(n) for n in (os.listdir(cdir) if os.path.isdir(cdir) else [])) if m]
+        repeat = max(taken) + 1 if taken else 1
     path = os.path.join(cdir, 'repeat-%d.json' % int(repeat))
     write_json_atomic(path, {
         'schema': SCHEMA, 'kind': 'measurement', 'host': host, 'steps': int(steps), 'repeat': int(repeat),
@@ -98,7 +114,27 @@ def record_measurement(results_dir, host, steps, fingerprint, result, repeat=Non
     return path
 
 
+# What a stored failure may be: the configuration's own verdict.
+VERDICT_KINDS = ('start', 'load')
+# Written by releases before failures were classified: a benchmark error of any cause
+# (outages included), so it says nothing about the configuration.
+UNCLASSIFIED_DIAGNOSES = ('benchmark_failed',)
+
+
+def is_verdict(failure):
+    """Whether a stored failure is the configuration's own (start or load) verdict."""
+    if not isinstance(failure, dict):
+        return False
+    if failure.get('diagnosis') in UNCLASSIFIED_DIAGNOSES:
+        return False
+    # Start failures recorded before the kind existed carried the service role's diagnosis.
+    return failure.get('kind', 'start') in VERDICT_KINDS
+
+
 def record_failure(results_dir, host, steps, fingerprint, failure):
+    if not is_verdict(failure):
+        raise ValueError('only a verdict (failure kind %s) is stored as a configuration\'s result, got kind %r diagnosis %r'
+                         % (' or '.join(VERDICT_KINDS), failure.get('kind'), failure.get('diagnosis')))
     path = os.path.join(config_dir(results_dir, host, steps), 'failure.json')
     write_json_atomic(path, {
         'schema': SCHEMA, 'kind': 'failure', 'host': host, 'steps': int(steps),
@@ -107,8 +143,12 @@ def record_failure(results_dir, host, steps, fingerprint, failure):
     return path
 
 
-def list_repeats(results_dir, host, steps, fingerprint):
-    """``[(repeat_index, document), ...]`` of the runs that match the fingerprint, by index."""
+def list_repeats(results_dir, host, steps, fingerprint, server_version=None):
+    """``[(repeat_index, document), ...]`` of the runs that match the fingerprint, by index.
+
+    With ``server_version``, runs measured on another SGLang version (as the server reported
+    it) do not match either: an upgrade makes every stored figure stale.
+    """
     cdir = config_dir(results_dir, host, steps)
     if not os.path.isdir(cdir):
         return []
@@ -118,18 +158,18 @@ def list_repeats(results_dir, host, steps, fingerprint):
         if not match:
             continue
         doc = _read(os.path.join(cdir, name))
-        if _same(fingerprint, doc):
+        if _same(fingerprint, doc) and _same_version(server_version, doc):
             found.append((int(match.group(1)), doc))
     return sorted(found, key=lambda item: item[0])
 
 
-def load_configs(results_dir, host, steps_list, fingerprint):
+def load_configs(results_dir, host, steps_list, fingerprint, server_version=None):
     """Configuration records (see sweep_decide) for every step count of the sweep."""
     configs = []
     for steps in steps_list:
-        repeats = list_repeats(results_dir, host, steps, fingerprint)
+        repeats = list_repeats(results_dir, host, steps, fingerprint, server_version)
         failure = _read(os.path.join(config_dir(results_dir, host, steps), 'failure.json'))
-        if not _same(fingerprint, failure):
+        if not _same(fingerprint, failure) or not is_verdict(failure.get('failure')):
             failure = None
         record = {'steps': int(steps), 'repeats': [], 'failure': None, 'files': [], 'recorded_at': None}
         if repeats:

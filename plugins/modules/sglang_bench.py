@@ -149,6 +149,30 @@ options:
         requests come back with the failure counts and a message.
     type: bool
     default: true
+  stall_timeout:
+    description:
+      - Seconds without a token on any stream in flight after which the level ends as a stalled
+        server (a stopped server still accepts connections, so only O(request_timeout) would end
+        each request). Control requests (C(/get_server_info), C(/flush_cache)) are bounded by it too.
+      - Each level also has an overall deadline derived from the expected work (the warm-up's or
+        the previous level's per-request latency, scaled to the concurrency, times the rounds of
+        requests, times 4, plus O(stall_timeout)); overrunning it is reported as a stalled server too.
+    type: float
+    default: 30
+  leftover:
+    description:
+      - What to do when another benchmark of the same server (same host and port) is running on
+        this host, for example one left behind by an interrupted C(ansible-playbook).
+      - V(wait) waits up to O(lock_timeout) for it to end; V(stop) sends it SIGTERM first. Two
+        benchmarks at once would measure each other.
+    type: str
+    choices: [wait, stop]
+    default: wait
+  lock_timeout:
+    description:
+      - Seconds to wait for another benchmark of the same server to end before failing with C(fault=busy).
+    type: float
+    default: 900
 notes:
   - Runs with the Python standard library only (asyncio streams), on Python 3.8 or later.
   - One TCP connection per request, as SGLang's C(bench_serving) does, so TTFT includes the connect.
@@ -275,6 +299,9 @@ levels:
     max_total_num_tokens:
       description: The server's KV pool size in tokens.
       type: int
+    invalid:
+      description: Why the level's figures are not a measurement (stalled server, implausible burst); absent when valid.
+      type: str
 server:
   description: What the server reported from C(/server_info) (C(/get_server_info) on servers older than SGLang 0.5.23).
   returned: success
@@ -300,6 +327,21 @@ msg:
   description: Summary, or what went wrong.
   returned: always
   type: str
+fault:
+  description:
+    - What ended a failed benchmark. V(unreachable) no connection to the server; V(connection) requests
+      lost their connection or timed out; V(server_error) the server answered with errors;
+      V(stalled) no token for O(stall_timeout) or a level overran its overall deadline;
+      V(implausible) figures the server cannot produce (a burst after a stall; the level carries
+      C(invalid)); V(busy) another benchmark of the server did not end within O(lock_timeout).
+    - Null when every request completed.
+  returned: always
+  type: str
+  sample: stalled
+leftover_pid:
+  description: PID of another benchmark of the same server that was waited for or stopped, or null.
+  returned: success
+  type: int
 ansible_facts:
   description: The same content as namespaced facts.
   returned: success
@@ -320,6 +362,8 @@ from ansible.module_utils.common.text.converters import to_native
 from ansible_collections.llmops.sglang.plugins.module_utils.bench_client import (
     API_PATHS,
     BenchError,
+    BenchmarkBusy,
+    ServerLock,
     Endpoint,
     LevelRun,
     ServerUnreachable,
@@ -383,7 +427,7 @@ def validate(module):
         module.fail_json(msg="duration_s must be > 0 seconds; got %s" % p["duration_s"])
     if p["warmup_requests"] < 0:
         module.fail_json(msg="warmup_requests must be an integer >= 0; got %d" % p["warmup_requests"])
-    for name in ("connect_timeout", "request_timeout"):
+    for name in ("connect_timeout", "request_timeout", "stall_timeout", "lock_timeout"):
         if p[name] <= 0:
             module.fail_json(msg="%s must be > 0 seconds; got %s" % (name, p[name]))
     if p["temperature"] < 0:
@@ -465,22 +509,92 @@ async def resolve_model(endpoint, model, api):
     raise BenchError("model is not set and GET /v1/models did not name one (HTTP %s)" % status)
 
 
-async def run_benchmark(params, levels, prompts, log=None):
+# A level whose per-request decode rate beats the fastest pace measured before it (warm-up,
+# earlier levels) by this factor is physically impossible for the server: more concurrency never
+# makes one request faster. It is a burst of tokens that piled up while the server was stopped.
+IMPLAUSIBLE_FACTOR = 2.0
+
+# Faults: what ended a benchmark, so that a caller (the sweep) can tell the configuration's own
+# verdict from trouble around it.
+#   unreachable  no TCP connection to the server (down, restarting, host going away)
+#   connection   requests lost their connection or timed out while the server accepted them
+#   server_error the server answered requests with an error (HTTP error, error in the stream)
+#   stalled      no token for stall_timeout, or the level overran its overall deadline
+#   implausible  figures beyond what the server can do (a burst after a stall)
+FAULTS = ("unreachable", "connection", "server_error", "stalled", "implausible")
+
+
+def _decode_rate(rec):
+    """Decode tok/s of one finished request (as bench_metrics defines it), or None."""
+    # Short streams (a few chunks) give no stable rate; they are neither reference nor evidence.
+    if not rec.ok or len(rec.times) < 4 or rec.completion_tokens < 16:
+        return None
+    span = rec.times[-1] - rec.times[0]
+    return (rec.completion_tokens - 1) / span if span > 0 else float("inf")
+
+
+def _fastest_pace(records):
+    rates = sorted(r for r in (_decode_rate(rec) for rec in records) if r is not None)
+    return rates[len(rates) // 2] if rates else None
+
+
+def implausible(records, reference):
+    """Why this level's figures cannot be real (or None): its p90 request decodes faster than
+    IMPLAUSIBLE_FACTOR x the fastest median pace measured before it."""
+    if not reference:
+        return None
+    rates = sorted(r for r in (_decode_rate(rec) for rec in records) if r is not None)
+    if not rates:
+        return None
+    p90 = rates[min(len(rates) - 1, int(0.9 * len(rates)))]
+    if p90 > IMPLAUSIBLE_FACTOR * reference:
+        return ("per-request decode rate p90 %.0f tok/s is more than %gx the fastest pace measured before at "
+                "lower or equal load (%.0f tok/s), which no server does: it was stopped or disturbed (a burst of "
+                "held-back tokens, or a stalled reference); not a measurement"
+                % (p90, IMPLAUSIBLE_FACTOR, reference))
+    return None
+
+
+def classify_errors(records):
+    """server_error when the server itself answered with an error, else connection."""
+    errors = [rec.error or "" for rec in records if not rec.ok]
+    if any(e.startswith("HTTP ") or "server error in stream" in e for e in errors):
+        return "server_error"
+    return "connection"
+
+
+async def _bounded(coro, seconds, what):
+    """Await a control request; a stopped server must not hold it for request_timeout."""
+    if not seconds:
+        return await coro
+    try:
+        return await asyncio.wait_for(coro, seconds)
+    except asyncio.TimeoutError:
+        raise StalledServer("server stalled: %s got no answer within stall_timeout=%ss" % (what, seconds))
+
+
+class StalledServer(BenchError):
+    """The server accepted connections but stopped answering."""
+
+
+async def run_benchmark(params, levels, prompts, log=None, report=None):
     """The module's work, callable without Ansible (tests, benchmarks).
 
-    Returns (result dict, failure message or None).
+    Returns (result dict, failure message or None). ``result["fault"]`` names what
+    ended a failed run (see FAULTS), None when every request completed.
     """
     endpoint = Endpoint(
         params["url"], api_key=params.get("api_key"), connect_timeout=params["connect_timeout"],
         request_timeout=params["request_timeout"], validate_certs=params.get("validate_certs", True),
     )
+    stall = params.get("stall_timeout")
     try:
-        info = await fetch_server_info(endpoint)
+        info = await _bounded(fetch_server_info(endpoint), stall, "GET /server_info")
     except ServerUnreachable as exc:
-        raise BenchError("url %s: server not reachable: %s" % (params["url"], exc))
+        raise ServerUnreachable("url %s: server not reachable: %s" % (params["url"], exc))
     except asyncio.TimeoutError:
-        raise BenchError("server at %s accepted the connection but did not answer /server_info within request_timeout=%ss"
-                         % (params["url"], params["request_timeout"]))
+        raise StalledServer("server at %s accepted the connection but did not answer /server_info within request_timeout=%ss"
+                            % (params["url"], params["request_timeout"]))
     server, max_running, max_total = _server_summary(info)
     model = await resolve_model(endpoint, params.get("model"), params["api"])
     make_body = body_factory(
@@ -491,31 +605,65 @@ async def run_benchmark(params, levels, prompts, log=None):
     path = API_PATHS[params["api"]]
     results = []
     problems = []
+    fault = None
+    reference = None      # (median e2e s, concurrency) of the last valid level, for the overall deadline
+    fastest = None        # fastest median decode tok/s seen before the current level
     for concurrency in levels:
         if params.get("flush_cache", True):
             try:
-                status, text = await post_json(endpoint, "/flush_cache", None)
+                status, text = await _bounded(post_json(endpoint, "/flush_cache", None), stall, "POST /flush_cache")
                 if status != 200 and log:
                     log("flush_cache answered HTTP %d: %s" % (status, text[:100]))
+            except StalledServer as exc:
+                problems.append(str(exc))
+                fault = "stalled"
+                break
             except Exception as exc:  # pylint: disable=broad-except
                 if log:
                     log("flush_cache failed: %s" % exc)
         n_requests = None if params.get("duration_s") else requests_for(concurrency, params.get("requests_per_level"), max_running)
-        run = LevelRun(endpoint, path, parser, make_body, concurrency, n_requests, params["warmup_requests"], params.get("duration_s"))
+        run = LevelRun(endpoint, path, parser, make_body, concurrency, n_requests, params["warmup_requests"], params.get("duration_s"),
+                       stall_timeout=stall, reference=reference)
         duration = await run.run()
         level = summarize_level(concurrency, run.records, duration)
         level["max_running_requests"] = max_running
         level["max_total_num_tokens"] = max_total
+        if run.stalled:
+            # Nothing of a stalled level is a measurement; keep only what says why.
+            level["invalid"] = run.stalled
+            results.append(level)
+            problems.append("concurrency %d: %s" % (concurrency, run.stalled))
+            fault = "stalled"
+            break
+        warm_pace = _fastest_pace(run.warmup_records)
+        if warm_pace is not None:
+            fastest = max(fastest or 0.0, warm_pace)
+        why = implausible(run.records, fastest)
+        if why:
+            level["invalid"] = why
+            results.append(level)
+            problems.append("concurrency %d: %s" % (concurrency, why))
+            if log:
+                log("concurrency %d is invalid: %s" % (concurrency, why))
+            fault = "implausible"
+            break
         results.append(level)
         if level["requests_failed"] or run.aborted:
             problems.append("concurrency %d: %d of %d requests failed (%s)" % (
                 concurrency, level["requests_failed"], level["requests_failed"] + level["requests_completed"],
                 "; ".join(level["errors"][:3]) or run.aborted))
+            fault = fault or ("unreachable" if run.aborted else classify_errors(run.records))
         if run.aborted:
             problems.append("stopped: %s" % run.aborted)
             break
+        pace = _fastest_pace(run.records)
+        if pace is not None:
+            fastest = max(fastest or 0.0, pace)
+        e2e = sorted(r.t_end - r.t_send for r in run.records if r.ok)
+        if e2e:
+            reference = (e2e[len(e2e) // 2], concurrency)
     workload = describe_workload(params, levels, prompts, model, max_running)
-    result = {"levels": results, "server": server, "workload": workload}
+    result = {"levels": results, "server": server, "workload": workload, "fault": fault if problems else None}
     return result, ("; ".join(problems) if problems else None)
 
 
@@ -544,6 +692,20 @@ def describe_workload(params, levels, prompts, model, max_running=None):
         "prompt_count": count,
         "flush_cache": params.get("flush_cache", True),
     }
+
+
+def name_this_process():
+    """Show a load-driving benchmark as "sglang_bench" in the host's process list (ps -e, pgrep -x).
+
+    Set only once the per-server lock is held, so that the process list tells how many
+    benchmarks drive load at once (with pipelining the command line is only "python3").
+    Best effort: Linux only, nothing depends on it.
+    """
+    try:
+        with open("/proc/self/comm", "w") as fh:
+            fh.write("sglang_bench")
+    except (IOError, OSError):
+        pass
 
 
 def _run_sync(coro):
@@ -577,6 +739,9 @@ def main():
             prompt_file=dict(type="path"),
             flush_cache=dict(type="bool", default=True),
             fail_on_error=dict(type="bool", default=True),
+            stall_timeout=dict(type="float", default=30.0),
+            leftover=dict(type="str", default="wait", choices=["wait", "stop"]),
+            lock_timeout=dict(type="float", default=900.0),
         ),
         mutually_exclusive=[("requests_per_level", "duration_s")],
         supports_check_mode=True,
@@ -586,14 +751,27 @@ def main():
     if module.check_mode:
         module.exit_json(changed=False, levels=[], workload=workload,
                          msg="check mode: no load sent to %s (%d levels would run)" % (module.params["url"], len(levels)))
+    lock = ServerLock(module.params["url"])
+    try:
+        other = lock.acquire(module.params["lock_timeout"], module.params["leftover"], log=module.warn)
+    except BenchmarkBusy as exc:
+        module.fail_json(msg=to_native(exc), fault="busy", workload=workload)
+    name_this_process()
     try:
         result, problem = _run_sync(run_benchmark(module.params, levels, prompts, log=module.warn))
+    except StalledServer as exc:
+        module.fail_json(msg=to_native(exc), fault="stalled", workload=workload)
+    except ServerUnreachable as exc:
+        module.fail_json(msg=to_native(exc), fault="unreachable", workload=workload)
     except BenchError as exc:
-        module.fail_json(msg=to_native(exc), workload=workload)
+        module.fail_json(msg=to_native(exc), fault=None, workload=workload)
     except Exception as exc:  # pylint: disable=broad-except
         module.fail_json(msg="benchmark crashed: %s" % to_native(exc), exception=traceback.format_exc(), workload=workload)
+    finally:
+        lock.release()
+    result["leftover_pid"] = other
     if problem:
-        msg = "some requests failed: %s" % problem
+        msg = "some requests failed: %s" % problem if result["fault"] not in ("stalled", "implausible") else problem
         if module.params["fail_on_error"]:
             module.fail_json(msg=msg, **result)
         module.warn(msg)

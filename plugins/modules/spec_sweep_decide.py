@@ -72,6 +72,11 @@ options:
         other than the step count). Stored results with a different fingerprint are ignored.
     type: dict
     required: true
+  server_version:
+    description:
+      - The SGLang version the server reports now (null when unknown). Stored measurements taken on
+        another version are ignored (measured again), like those of another fingerprint.
+    type: str
   margin:
     description: Fraction by which a larger step count must beat the best smaller one to win.
     type: float
@@ -186,6 +191,7 @@ def main():
             objective=dict(type='str', default='agentic', choices=list(sweep_decide.OBJECTIVES)),
             concurrency_levels=dict(type='list', elements='int', required=True),
             fingerprint=dict(type='dict', required=True),
+            server_version=dict(type='str'),
             margin=dict(type='float', default=0.02),
             early_stop=dict(type='bool', default=True),
             early_stop_margin=dict(type='float', default=0.02),
@@ -202,7 +208,7 @@ def main():
         params = sweep_decide.validate(p['objective'], p['steps'], p['concurrency_levels'], p['repeats'], params)
     except sweep_decide.SweepError as exc:
         module.fail_json(msg=str(exc))
-    configs = sweep_store.load_configs(p['results_dir'], p['host'], p['steps'], p['fingerprint'])
+    configs = sweep_store.load_configs(p['results_dir'], p['host'], p['steps'], p['fingerprint'], p['server_version'])
     evaluation = sweep_decide.evaluate(configs, p['objective'], p['repeats'], p['concurrency_levels'], params)
     plan = evaluation['plan']
     to_measure = [e['steps'] for e in plan if e['action'] == 'measure']

@@ -15,7 +15,14 @@ version_added: 0.1.0
 description:
   - Sets top-level variables (the winning speculative settings and the sweep's evidence) in a host's
     inventory C(host_vars) YAML file.
-  - Round-trips the file with ruamel.yaml, so the user's other variables, their order and comments stay.
+  - Edits lines, not a re-dumped document. Each pinned key's value is replaced on the key's own line
+    (an inline comment stays) or the key is added as one line; the evidence (C(sglang_spec_sweep)) sits in
+    one block between C(# BEGIN llmops.sglang sweep evidence) and C(# END llmops.sglang sweep evidence)
+    marker comments. Every other byte stays (comments before and after C(---), anchors and aliases,
+    vault blocks, folded strings, indentation, flow style, end-of-file comments).
+  - The edited text is parsed before it is written; every key that was not pinned must load exactly
+    as before. A file that cannot be edited this way (a pinned key written as a block, multi-line,
+    anchored or tagged value, or twice; several YAML documents; a flow-style top level) fails with the reason.
   - Writes atomically (temp file in the same directory, then rename) and only when a value changes;
     differences in the evidence's C(date) alone do not count, so a sweep with the same outcome
     leaves the file untouched.
@@ -23,7 +30,7 @@ description:
 author:
   - llmops.sglang contributors (@llmops)
 requirements:
-  - ruamel.yaml (on the controller)
+  - PyYAML (on the controller; Ansible depends on it)
 attributes:
   check_mode:
     support: full
@@ -50,9 +57,16 @@ options:
     description: Explicit file to pin into (created if missing).
     type: path
   values:
-    description: Top-level variables to set.
+    description: Top-level variables to set (scalars), plus C(sglang_spec_sweep) (the evidence mapping).
     type: dict
     required: true
+  preflight:
+    description:
+      - Only check that the file can be pinned into (it parses, the pinned keys can be edited in place,
+        the file or its directory is writable); write nothing. The sweep runs this before its first
+        deployment, so that a file it cannot edit fails the sweep before an hour of benchmarks.
+    type: bool
+    default: false
 notes:
   - Supports check mode and diff mode.
 seealso:
@@ -103,13 +117,14 @@ def main():
             host=dict(type='str'),
             path=dict(type='path'),
             values=dict(type='dict', required=True),
+            preflight=dict(type='bool', default=False),
         ),
         required_one_of=[('path', 'inventory_dir')],
         required_by={'inventory_dir': ('host',)},
         supports_check_mode=True,
     )
-    if not sweep_pin.HAS_RUAMEL:
-        module.fail_json(msg=missing_required_lib('ruamel.yaml'), exception=to_native(sweep_pin.RUAMEL_IMPORT_ERROR))
+    if not sweep_pin.HAS_YAML:
+        module.fail_json(msg=missing_required_lib('PyYAML'), exception=to_native(sweep_pin.YAML_IMPORT_ERROR))
     p = module.params
     path = p['path'] or sweep_pin.host_vars_path(p['inventory_dir'], p['host'])
     old = ''
@@ -118,8 +133,24 @@ def main():
             old = fh.read()
     try:
         new, changed_keys = sweep_pin.update_text(old, p['values'])
-    except Exception as exc:  # ruamel's parser errors have no common base worth importing
-        module.fail_json(msg='cannot update %s: %s' % (path, to_native(exc)))
+    except sweep_pin.PinError as exc:
+        module.fail_json(msg='cannot pin into %s without touching the operator\'s other lines: %s' % (path, to_native(exc)), path=path)
+    if p['preflight']:
+        # The file is replaced through a temp file in its directory (created if missing): try exactly
+        # that (permission bits alone say nothing for root, read-only mounts or immutable files).
+        existing = os.path.dirname(os.path.abspath(path))
+        while not os.path.exists(existing):
+            existing = os.path.dirname(existing)
+        try:
+            fd, probe = tempfile.mkstemp(prefix='.%s.preflight.' % os.path.basename(path), dir=existing)
+            os.close(fd)
+            os.unlink(probe)
+            if os.path.exists(path):
+                with open(path, 'a'):
+                    pass
+        except (IOError, OSError) as exc:
+            module.fail_json(msg='cannot pin into %s: %s' % (path, to_native(exc)), path=path)
+        module.exit_json(changed=False, path=path, changed_keys=[], msg='%s can be pinned into' % path)
     result = dict(changed=bool(changed_keys), path=path, changed_keys=changed_keys)
     if changed_keys and module._diff:
         result['diff'] = dict(before=old, after=new, before_header=path, after_header=path)

@@ -59,7 +59,11 @@ options:
     description: The benchmark result (the C(spec_bench_result) fact). Required with O(state=measured).
     type: dict
   failure:
-    description: The start failure (the C(sglang_service_failure) fact). Required with O(state=failed).
+    description:
+      - The configuration's own verdict. Required with O(state=failed).
+      - C(kind) is V(start) (it failed to start; the C(sglang_service_failure) fact) or V(load) (it
+        failed under load - the server crashed or answered with errors). Anything else (outages,
+        stalls, controller errors) is refused; those are not the configuration's result.
     type: dict
 notes:
   - Supports check mode (reports what it would write) .
@@ -140,6 +144,10 @@ def main():
         if p['state'] == 'measured':
             path = sweep_store.record_measurement(p['results_dir'], p['host'], p['steps'], p['fingerprint'], p['result'])
         else:
+            if not sweep_store.is_verdict(p['failure']):
+                module.fail_json(msg='refusing to store steps %d: only a failure to start (kind start) or under load (kind load) is a '
+                                     'configuration\'s result; got kind %r, diagnosis %r' % (
+                                         p['steps'], p['failure'].get('kind'), p['failure'].get('diagnosis')))
             path = sweep_store.record_failure(p['results_dir'], p['host'], p['steps'], p['fingerprint'], p['failure'])
     except (IOError, OSError) as exc:
         module.fail_json(msg='cannot write the sweep result under %s: %s' % (p['results_dir'], exc))

@@ -105,3 +105,97 @@ def test_report_table_csv_json_and_chart(tmp_path):
     if sweep_report.chart(png, 'gpu1', evaluation):
         with open(png, 'rb') as fh:
             assert fh.read(8) == b'\x89PNG\r\n\x1a\n'
+
+
+# A host_vars file as operators keep them: every feature a YAML dumper would rewrite.
+HAND_KEPT = """\
+# Managed by the inference team -- header above the document start
+---
+# Connection settings
+ansible_host: 10.0.0.5  # the GPU box
+defaults: &gpu_defaults  # shared GPU settings
+  tp: 4
+  dtype:   bf16
+gpu_copy: *gpu_defaults  # alias with a comment
+secret_token: !vault |
+          $ANSIBLE_VAULT;1.1;AES256
+          32343232306639363435343965656561623635653064666533623833346338366630636364303737
+motd: >
+    folded text that
+    spans lines
+odd_indent:
+     - one
+     -   two
+flow_list: [a, b,   c]
+flow_map: {x: 1, y: 2}
+sglang_service_speculative_num_steps: 2   # pinned by hand earlier
+# trailing comment 1
+
+# trailing comment 2
+"""
+
+
+def _changed_lines(old, new):
+    import difflib
+    return [line for line in difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm='', n=0)
+            if line[:1] in '+-' and not line.startswith(('+++', '---'))]
+
+
+def test_hand_kept_file_only_pinned_lines_and_the_evidence_block_change():
+    new, _changed = sweep_pin.update_text(HAND_KEPT, pinned(4))
+    diff = _changed_lines(HAND_KEPT, new)
+    removed = [line for line in diff if line.startswith('-')]
+    added = [line[1:] for line in diff if line.startswith('+')]
+    assert removed == ['-sglang_service_speculative_num_steps: 2   # pinned by hand earlier']
+    assert added[0] == 'sglang_service_speculative_num_steps: 4   # pinned by hand earlier'
+    assert added[1:3] == ['sglang_service_speculative_eagle_topk: 1', 'sglang_service_speculative_num_draft_tokens: 5']
+    assert added[3] == sweep_pin.BEGIN and added[-1] == sweep_pin.END
+    # every original line is still there, in order, and the trailing comments stay last
+    kept = [line for line in new.splitlines() if line in HAND_KEPT.splitlines()]
+    assert kept == [line for line in HAND_KEPT.splitlines() if not line.startswith('sglang_service_speculative_num_steps')]
+    assert new.endswith('# trailing comment 1\n\n# trailing comment 2\n')
+
+
+def test_hand_kept_file_second_identical_pin_is_byte_identical():
+    first, _changed = sweep_pin.update_text(HAND_KEPT, pinned(4))
+    second, changed = sweep_pin.update_text(first, pinned(4, date='2026-12-24T00:00:00Z'))
+    assert changed == [] and second == first
+    third, changed = sweep_pin.update_text(first, pinned(3))
+    diff = _changed_lines(first, third)
+    # only the pinned lines and lines inside the evidence block differ
+    inside = third.split(sweep_pin.BEGIN)[1].split(sweep_pin.END)[0].splitlines()
+    for line in diff:
+        assert line[1:].startswith('sglang_service_speculative_') or line[1:] in inside or line[1:] in first, line
+
+
+def test_evidence_pinned_by_the_old_round_trip_moves_into_the_marked_block():
+    old = USER_FILE + "sglang_spec_sweep:\n  winner: 2\n  date: x\n# user's note after it\nlast: 1\n"
+    new, changed = sweep_pin.update_text(old, pinned(4))
+    assert 'sglang_spec_sweep' in changed
+    assert new.count('sglang_spec_sweep:') == 1 and sweep_pin.BEGIN in new
+    assert "# user's note after it\nlast: 1\n" in new
+    assert yaml.safe_load(new)['last'] == 1
+
+
+def test_files_that_cannot_be_edited_line_by_line_are_refused():
+    cases = {
+        'block value': 'sglang_service_speculative_num_steps:\n  - 3\n',
+        'anchored value': 'sglang_service_speculative_num_steps: &s 3\nother: *s\n',
+        'twice': 'sglang_service_speculative_num_steps: 3\nsglang_service_speculative_num_steps: 4\n',
+        'two documents': 'a: 1\n---\nb: 2\n',
+        'flow top level': '{a: 1, sglang_service_speculative_num_steps: 2}\n',
+        'from a merge key': 'base: &b\n  sglang_service_speculative_num_steps: 3\n<<: *b\n',
+    }
+    for what, text in cases.items():
+        try:
+            sweep_pin.update_text(text, pinned(4))
+        except sweep_pin.PinError as exc:
+            assert str(exc), what
+        else:
+            raise AssertionError('%s must be refused' % what)
+
+
+def test_a_file_with_only_comments_and_the_document_start_gets_the_keys_after_them():
+    new, changed = sweep_pin.update_text('---\n# pinned here\n', pinned(4))
+    assert new.startswith('---\n# pinned here\nsglang_service_speculative_num_steps: 4\n') and changed
+    assert yaml.safe_load(new)['sglang_spec_sweep']['winner'] == 4

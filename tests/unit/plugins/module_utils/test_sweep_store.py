@@ -73,3 +73,38 @@ def test_archive_moves_aside_not_deletes(tmp_path):
     assert st.archive(d, 'sim1') is None
     st.record_measurement(d, 'sim1', 1, FP, result(11.0))
     assert st.archive(d, 'sim1') != dest  # a second archive in the same second gets its own name
+
+
+def test_only_verdicts_are_stored_and_old_unclassified_failures_do_not_block(tmp_path):
+    import pytest as _pytest
+    fp = {'workload': 'synthetic'}
+    results = str(tmp_path)
+    with _pytest.raises(ValueError, match='only a verdict'):
+        st.record_failure(results, 'h', 2, fp, {'kind': 'infrastructure', 'diagnosis': 'stalled'})
+    # what releases before the classification wrote for an outage during a benchmark
+    st.write_json_atomic(os.path.join(st.config_dir(results, 'h', 2), 'failure.json'), {
+        'schema': st.SCHEMA, 'kind': 'failure', 'host': 'h', 'steps': 2, 'fingerprint': fp,
+        'failure': {'diagnosis': 'benchmark_failed', 'message': 'connection refused'}})
+    st.record_failure(results, 'h', 10, fp, {'kind': 'start', 'diagnosis': 'not_enough_memory'})
+    st.record_failure(results, 'h', 11, fp, {'kind': 'load', 'diagnosis': 'crashed_under_load'})
+    configs = dict((c['steps'], c) for c in st.load_configs(results, 'h', [2, 10, 11], fp))
+    assert configs[2]['status'] == 'missing'
+    assert configs[10]['status'] == 'failed' and configs[11]['status'] == 'failed'
+
+
+def test_measurements_of_another_sglang_version_are_not_reused(tmp_path):
+    fp = {'workload': 'synthetic'}
+    results = str(tmp_path)
+    st.record_measurement(results, 'h', 3, fp, {'sglang_version': '0.5.22', 'levels': []})
+    assert st.load_configs(results, 'h', [3], fp, '0.5.22')[0]['status'] == 'ok'
+    assert st.load_configs(results, 'h', [3], fp, '0.5.23')[0]['status'] == 'missing'
+    assert st.load_configs(results, 'h', [3], fp, None)[0]['status'] == 'ok'
+
+
+def test_a_run_of_another_setup_is_kept_not_overwritten(tmp_path):
+    results = str(tmp_path)
+    old = st.record_measurement(results, 'h', 1, {'pip': 'sglang==0.5.22'}, {'levels': []})
+    new = st.record_measurement(results, 'h', 1, {'pip': 'sglang==0.5.23'}, {'levels': []})
+    assert old != new and os.path.exists(old) and os.path.exists(new)
+    assert [i for i, _d in st.list_repeats(results, 'h', 1, {'pip': 'sglang==0.5.22'})] == [1]
+    assert [i for i, _d in st.list_repeats(results, 'h', 1, {'pip': 'sglang==0.5.23'})] == [2]

@@ -204,3 +204,29 @@ class TestStreamParsing:
         assert rec.per_chunk_counts is False
         assert rec.completion_tokens == 9
         assert rec.counts == [1, 1, 9]  # first and last content chunk times stay meaningful
+
+
+def _rec(rate, tokens=128, ok=True, error=None):
+    rec = bc.RequestRecord()
+    rec.ok, rec.error = ok, error
+    if ok:
+        rec.completion_tokens = tokens
+        span = (tokens - 1) / float(rate)
+        rec.times = [1.0 + span * i / 7.0 for i in range(8)]
+        rec.counts = [tokens * (i + 1) // 8 for i in range(8)]
+    return rec
+
+
+def test_a_burst_beyond_the_pace_measured_before_is_not_a_measurement():
+    normal = [_rec(230.0) for _i in range(9)]
+    assert mod.implausible(normal, 234.0) is None
+    assert mod.implausible(normal, None) is None, 'no reference, no verdict'
+    burst = normal + [_rec(39164.0), _rec(20000.0)]
+    why = mod.implausible(burst, 234.0)
+    assert why and 'not a measurement' in why
+
+
+def test_failed_requests_are_told_apart():
+    assert mod.classify_errors([_rec(1, ok=False, error='HTTP 500: CUDA error')]) == 'server_error'
+    assert mod.classify_errors([_rec(1, ok=False, error='ValueError: server error in stream: boom')]) == 'server_error'
+    assert mod.classify_errors([_rec(1, ok=False, error='connection closed mid-response')]) == 'connection'

@@ -85,3 +85,26 @@ def test_store_decide_report(tmp_path):
     archived = run('spec_sweep_store', {'results_dir': results, 'host': 'gpu1', 'state': 'archived'})
     assert archived['changed'] and '.archived-' in archived['path']
     assert run('spec_sweep_decide', decide_args)['next_steps'] == 1
+
+
+def test_pin_preflight_refuses_before_the_sweep_and_writes_nothing(tmp_path):
+    inv = tmp_path / 'inv'
+    (inv / 'host_vars').mkdir(parents=True)
+    hv = inv / 'host_vars' / 'gpu1.yml'
+    hv.write_text('---\nsglang_service_speculative_num_steps:  # a block the operator wrote\n  - 3\n')
+    args = {'inventory_dir': str(inv), 'host': 'gpu1', 'preflight': True,
+            'values': {'sglang_service_speculative_num_steps': 1, 'sglang_spec_sweep': {'preflight': True}}}
+    res = run('spec_sweep_pin', args)
+    assert res['_status'] == 'FAILED!' and 'not a one-line value' in res['msg'], res
+    hv.write_text('---\nfoo: 1\n')
+    res = run('spec_sweep_pin', args)
+    assert res['_status'] == 'SUCCESS' and not res['changed']
+    assert hv.read_text() == '---\nfoo: 1\n', 'preflight writes nothing'
+
+
+def test_store_refuses_an_infrastructure_failure(tmp_path):
+    args = {'results_dir': str(tmp_path), 'host': 'gpu1', 'state': 'failed', 'steps': 2, 'fingerprint': {'a': 1},
+            'failure': {'diagnosis': 'benchmark_failed', 'message': 'connection refused'}}
+    res = run('spec_sweep_store', args)
+    assert res['_status'] == 'FAILED!' and 'refusing to store steps 2' in res['msg']
+    assert not os.path.exists(os.path.join(str(tmp_path), 'gpu1', 'measurements', 'steps-2', 'failure.json'))

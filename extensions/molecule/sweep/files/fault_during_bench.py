@@ -1,0 +1,49 @@
+"""Run a sweep and strike while its Nth benchmark drives load.
+
+    python3 fault_during_bench.py LOG N ACTION DELAY -- ansible-playbook ...
+
+ACTION is ``poweroff:<testhost name>`` (an orderly poweroff of the test host: its services stop,
+then SSH goes away) or ``sigkill`` (SIGKILL of ansible-playbook, as an operator's kill -9 or an
+OOM killer would; the benchmark already running on the host is left behind).
+Prints the playbook's exit code (``killed`` for sigkill) and exits 0 once it struck; exits 1
+when the sweep ended before the Nth benchmark started (then the test would prove nothing).
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+MARK = 'spec_bench : Drive the load and measure'
+TESTHOST = os.path.join(os.environ.get('MOLECULE_PROJECT_DIRECTORY', '.'), 'tools', 'testhost')
+
+
+def main():
+    sep = sys.argv.index('--')
+    log, nth, action, delay = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
+    with open(log, 'w') as out:
+        proc = subprocess.Popen(sys.argv[sep + 1:], stdout=out, stderr=subprocess.STDOUT)
+        while proc.poll() is None:
+            with open(log) as fh:
+                if fh.read().count(MARK) >= nth:
+                    break
+            time.sleep(0.2)
+        if proc.poll() is not None:
+            print('the sweep ended (rc %s) before benchmark %d started' % (proc.returncode, nth))
+            return 1
+        time.sleep(delay)
+        if action == 'sigkill':
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            print('killed')
+            return 0
+        host = action.split(':', 1)[1]
+        subprocess.run([TESTHOST, 'destroy', host], check=True, stdout=subprocess.DEVNULL)
+        proc.wait(timeout=300)
+    print(proc.returncode)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
