@@ -188,6 +188,8 @@ attributes:
   diff_mode:
     support: none
     description: Nothing on the host changes, so there is no diff.
+extends_documentation_fragment:
+  - llmops.sglang.attributes
 """
 
 EXAMPLES = r"""

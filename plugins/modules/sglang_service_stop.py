@@ -54,11 +54,11 @@ options:
     default: 10
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
+extends_documentation_fragment:
+  - llmops.sglang.attributes
 notes:
   - Runs on the GPU host; needs C(systemctl) and (optionally) C(journalctl) and C(nvidia-smi).
 '''

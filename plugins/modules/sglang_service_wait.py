@@ -73,11 +73,11 @@ options:
     default: 2000
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
+extends_documentation_fragment:
+  - llmops.sglang.attributes
 notes:
   - Runs on the GPU host (stdlib only); needs C(systemctl) and C(journalctl).
   - Diagnosis patterns follow SGLang 0.5.x log messages.

@@ -34,10 +34,9 @@ attributes:
   diff_mode:
     support: none
     description: Changes nothing.
-  platform:
-    support: full
-    platforms: posix
-    description: Runs on the controller (delegate_to localhost).
+extends_documentation_fragment:
+  - llmops.sglang.attributes
+  - llmops.sglang.attributes.controller
 options:
   results_dir:
     description: Directory holding the sweep results (one subdirectory per host).

@@ -38,10 +38,9 @@ attributes:
   diff_mode:
     support: full
     description: Shows the host_vars file before and after.
-  platform:
-    support: full
-    platforms: posix
-    description: Runs on the controller (delegate_to localhost).
+extends_documentation_fragment:
+  - llmops.sglang.attributes
+  - llmops.sglang.attributes.controller
 options:
   inventory_dir:
     description:

@@ -31,10 +31,9 @@ attributes:
   diff_mode:
     support: none
     description: Report files are written whole.
-  platform:
-    support: full
-    platforms: posix
-    description: Runs on the controller (delegate_to localhost).
+extends_documentation_fragment:
+  - llmops.sglang.attributes
+  - llmops.sglang.attributes.controller
 options:
   dest:
     description: Directory for the report files (created if missing).

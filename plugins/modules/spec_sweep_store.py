@@ -28,10 +28,9 @@ attributes:
   diff_mode:
     support: none
     description: Results are JSON files written whole.
-  platform:
-    support: full
-    platforms: posix
-    description: Runs on the controller (delegate_to localhost).
+extends_documentation_fragment:
+  - llmops.sglang.attributes
+  - llmops.sglang.attributes.controller
 options:
   results_dir:
     description: Directory holding the sweep results (one subdirectory per host).
