@@ -191,6 +191,7 @@ from ansible.module_utils.urls import open_url
 from ansible_collections.llmops.sglang.plugins.module_utils.diagnosis import (
     diagnose, mismatch_diagnosis, timeout_diagnosis)
 from ansible_collections.llmops.sglang.plugins.module_utils import server_info as sinfo
+from ansible_collections.llmops.sglang.plugins.module_utils.speculative import resolved_algorithm
 from ansible_collections.llmops.sglang.plugins.module_utils.service_systemd import (
     journal_first_match_monotonic, journal_lines, systemctl_show)
 
@@ -215,9 +216,8 @@ def normalize(key, value):
     if value is None:
         return None
     if key == 'speculative_algorithm':
-        value = str(value).upper()
         # SGLang's ServerArgs rewrites NEXTN to EAGLE (0.5.x and master).
-        return 'EAGLE' if value == 'NEXTN' else value
+        return resolved_algorithm(value)
     if key == 'kv_cache_dtype':
         value = str(value).lower()
         return 'bf16' if value == 'bfloat16' else value

@@ -12,10 +12,18 @@ import shlex
 import yaml
 
 from ansible.parsing.dataloader import DataLoader
+from ansible.plugins.loader import init_plugin_loader
 from ansible.template import Templar, trust_as_template
+from ansible.utils.collection_loader import AnsibleCollectionConfig
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "sglang_service")
+
+# The role's vars use the collection's filters (llmops.sglang.spec_*): resolve them from this
+# checkout, as ansible-playbook does from an installed collection (tests/conftest.py links the
+# checkout as ansible_collections/llmops/sglang under LLMOPS_PYTEST_COLLECTIONS_PATH).
+if AnsibleCollectionConfig.collection_finder is None:
+    init_plugin_loader([os.environ["LLMOPS_PYTEST_COLLECTIONS_PATH"]])
 
 
 def _load(rel):
