@@ -30,7 +30,8 @@ import json
 import os
 import re
 import shutil
-import tempfile
+
+from ansible_collections.llmops.sglang.plugins.module_utils.atomic_file import write_atomic
 
 SCHEMA = 1
 _REPEAT_RE = re.compile(r'^repeat-(\d+)\.json$')
@@ -51,22 +52,8 @@ def config_dir(results_dir, host, steps):
 
 
 def write_json_atomic(path, data):
-    """Write JSON through a temp file in the same directory and os.replace it into place."""
-    directory = os.path.dirname(path)
-    if not os.path.isdir(directory):
-        os.makedirs(directory)
-    fd, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), suffix='.tmp', dir=directory)
-    try:
-        with os.fdopen(fd, 'w') as fh:
-            json.dump(data, fh, indent=2, sort_keys=True)
-            fh.write('\n')
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write JSON atomically (temp file in the same directory, then renamed into place)."""
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + '\n')
 
 
 def _read(path):

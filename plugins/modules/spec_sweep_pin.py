@@ -107,6 +107,7 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 from ansible_collections.llmops.sglang.plugins.module_utils import sweep_pin
+from ansible_collections.llmops.sglang.plugins.module_utils.atomic_file import write_atomic
 
 
 def main():
@@ -154,14 +155,8 @@ def main():
     if changed_keys and module._diff:
         result['diff'] = dict(before=old, after=new, before_header=path, after_header=path)
     if changed_keys and not module.check_mode:
-        directory = os.path.dirname(path)
-        if not os.path.isdir(directory):
-            os.makedirs(directory)
-        fd, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), dir=directory)
-        with os.fdopen(fd, 'w') as fh:
-            fh.write(new)
         # atomic_move keeps the old file's mode and ownership and renames within the directory.
-        module.atomic_move(tmp, path)
+        write_atomic(path, new, replace=module.atomic_move)
     module.exit_json(**result)
 
 

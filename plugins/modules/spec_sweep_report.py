@@ -97,6 +97,7 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.llmops.sglang.plugins.module_utils import sweep_report
+from ansible_collections.llmops.sglang.plugins.module_utils.atomic_file import write_atomic
 
 
 def _write(module, path, text):
@@ -106,19 +107,16 @@ def _write(module, path, text):
             if fh.read() == text:
                 return False
     if not module.check_mode:
-        fd, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), dir=os.path.dirname(path))
-        with os.fdopen(fd, 'w') as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+        write_atomic(path, text, mode=0o644)
     return True
 
 
-def _same_bytes(a, b):
-    if not os.path.exists(b):
-        return False
-    with open(a, 'rb') as fa, open(b, 'rb') as fb:
-        return fa.read() == fb.read()
+def _read_bytes(path):
+    """The file's bytes, or None when it does not exist."""
+    if not os.path.exists(path):
+        return None
+    with open(path, 'rb') as fh:
+        return fh.read()
 
 
 def main():
@@ -145,19 +143,20 @@ def main():
     changed = False
     chart_path = paths['chart_path']
     if not module.check_mode:
+        # matplotlib draws into a scratch file; the chart is then written like the other files.
         fd, tmp = tempfile.mkstemp(prefix='.chart.', suffix='.png', dir=dest)
         os.close(fd)
-        if sweep_report.chart(tmp, p['host'], evaluation):
-            if _same_bytes(tmp, chart_path):
-                os.unlink(tmp)
-            else:
-                os.chmod(tmp, 0o644)
-                os.replace(tmp, chart_path)
-                changed = True
-        else:
+        try:
+            drawn = sweep_report.chart(tmp, p['host'], evaluation)
+            png = _read_bytes(tmp) if drawn else None
+        finally:
             os.unlink(tmp)
+        if not drawn:
             chart_path = None
             module.warn('matplotlib is not installed on the controller: the report has no chart')
+        elif png != _read_bytes(chart_path):
+            write_atomic(chart_path, png, mode=0o644)
+            changed = True
     if chart_path:
         meta['chart'] = os.path.basename(chart_path)
     rows = sweep_report.measurement_rows(p['host'], evaluation['configs'])

@@ -1,0 +1,40 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, llmops.sglang contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Atomic file writes for the modules (private): readers see the old file or the new one, never half.
+
+Stdlib only.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import tempfile
+
+
+def write_atomic(path, data, mode=None, replace=os.replace):
+    """Write ``data`` (str or bytes) to ``path`` atomically.
+
+    Through a temp file in the same directory (created if missing), flushed to disk, then renamed
+    into place with ``replace(tmp, path)``: ``os.replace`` by default, or a module's
+    ``atomic_move`` to keep the old file's mode and ownership. ``mode`` sets the new file's
+    permission bits first (else the temp file's 0600). The temp file is removed if anything fails.
+    """
+    directory = os.path.dirname(path) or '.'
+    if not os.path.isdir(directory):
+        os.makedirs(directory)
+    fd, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), suffix='.tmp', dir=directory)
+    try:
+        with os.fdopen(fd, 'wb' if isinstance(data, bytes) else 'w') as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
