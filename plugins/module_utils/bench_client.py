@@ -34,16 +34,12 @@ import socket
 import ssl
 import tempfile
 import time
+from urllib.parse import urlsplit
 
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX
     fcntl = None
-
-try:
-    from urllib.parse import urlsplit
-except ImportError:  # pragma: no cover - Python 2 is not supported
-    urlsplit = None
 
 API_PATHS = {
     "native": "/generate",

@@ -375,8 +375,8 @@ def plan(configs, objective, repeats, params=None):
 def decide(configs, objective, params=None):
     """Pick the winner among measured configurations.
 
-    Returns ``{"winner": steps or None, "objective": text, "reason": text, "summaries": [...],
-    "verdicts": [{"steps", "status", "score", "spread", "verdict"}, ...]}``.
+    Returns ``{"winner": steps or None, "objective": text, "reason": text, "score": the winner's
+    score or None, "verdicts": [{"steps", "status", "score", "spread", "verdict"}, ...]}``.
     """
     p = _params(params)
     incumbent = None

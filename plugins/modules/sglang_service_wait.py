@@ -337,7 +337,6 @@ def main():
             fail('not ready after %ds.' % p['timeout'], timeout_diagnosis(), read_journal())
         time.sleep(p['poll_interval'])
 
-    ready_mono_us = None
     if saw_not_ready:
         ready_mono_us = time.monotonic() * 1e6  # same clock as systemd's *Monotonic properties
     else:
