@@ -35,8 +35,9 @@ from ansible_collections.llmops.sglang.plugins.module_utils.bench_client import 
 
 import bench_client_overhead  # noqa: E402  (benchmarks/: the scripted server)
 
-sim_models = pytest.importorskip("sglang_sim.models")
-sim_profile = pytest.importorskip("sglang_sim.profile")
+# make venv installs the simulator (pip install -e simulator): a missing one fails, not skips.
+from sglang_sim import models as sim_models  # noqa: E402
+from sglang_sim import profile as sim_profile  # noqa: E402
 
 STEPS = 3
 

@@ -102,9 +102,10 @@ def test_report_table_csv_json_and_chart(tmp_path):
     doc = json.loads(sweep_report.to_json('gpu1', evaluation, {}, rows))
     assert doc['decision']['winner'] == 4 and len(doc['measurements']) == 5
     png = str(tmp_path / 'chart.png')
-    if sweep_report.chart(png, 'gpu1', evaluation):
-        with open(png, 'rb') as fh:
-            assert fh.read(8) == b'\x89PNG\r\n\x1a\n'
+    # matplotlib is pinned in requirements-dev.txt: without it this fails instead of skipping the chart.
+    assert sweep_report.chart(png, 'gpu1', evaluation), 'matplotlib is missing (requirements-dev.txt pins it)'
+    with open(png, 'rb') as fh:
+        assert fh.read(8) == b'\x89PNG\r\n\x1a\n'
 
 
 # A host_vars file as operators keep them: every feature a YAML dumper would rewrite.
