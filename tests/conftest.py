@@ -24,3 +24,13 @@ if os.path.realpath(_LINK) != ROOT:
 os.environ["LLMOPS_PYTEST_COLLECTIONS_PATH"] = _BASE
 if _BASE not in sys.path:
     sys.path.insert(0, _BASE)
+
+# Resolve ansible_collections.* through Ansible's own collection loader from the start, as
+# ansible-playbook does: the role templates use the collection's filters (llmops.sglang.spec_*),
+# and a loader installed later, after some test imported the collection through sys.path,
+# finds no collection metadata for the modules imported before it.
+from ansible.plugins.loader import init_plugin_loader  # noqa: E402
+from ansible.utils.collection_loader import AnsibleCollectionConfig  # noqa: E402
+
+if AnsibleCollectionConfig.collection_finder is None:
+    init_plugin_loader([_BASE])
