@@ -546,6 +546,20 @@ class SimServer(object):
         flags = StreamFlags(bool(opts.get("include_usage")), bool(opts.get("continuous_usage_stats")), return_spec)
         return stream, max_new, temperature, ignore_eos, flags
 
+    def _final_response(self, req, obj, created, model, flags, content):
+        """A non-streaming OpenAI answer (0.5.23 serving_completions / serving_chat): one choice
+        holding ``content`` (text or message), usage, and sglext spec details when asked."""
+        reason, matched = self._finish_str(req)
+        choice = dict({"index": 0}, **content)
+        choice.update({"logprobs": None, "finish_reason": reason, "matched_stop": matched})
+        out = {"id": req.rid, "object": obj, "created": created, "model": model, "choices": [choice],
+               "usage": self._usage(req), "metadata": {"weight_version": "default"}}
+        if flags.return_spec:
+            details = self.spec_tokens_details(self._meta(req, True))
+            if details is not None:
+                out["sglext"] = {"spec_tokens_details": details}
+        return web.json_response(out)
+
     @staticmethod
     def _usage(req):
         # 0.5.23 UsageInfo (prompt_tokens_details only with --enable-cache-report)
@@ -607,16 +621,7 @@ class SimServer(object):
         if not stream:
             req = self.engine.submit(key, prompt_tokens, max_new, temperature, ignore_eos, lambda r, p, f: None)
             await self._await_done(request, req)
-            reason, matched = self._finish_str(req)
-            out = {"id": req.rid, "object": "text_completion", "created": created, "model": model,
-                   "choices": [{"index": 0, "text": req.text, "logprobs": None, "finish_reason": reason,
-                                "matched_stop": matched}],
-                   "usage": self._usage(req), "metadata": {"weight_version": "default"}}
-            if flags.return_spec:
-                details = self.spec_tokens_details(self._meta(req, True))
-                if details is not None:
-                    out["sglext"] = {"spec_tokens_details": details}
-            return web.json_response(out)
+            return self._final_response(req, "text_completion", created, model, flags, {"text": req.text})
         # 0.5.23 serving_completions._generate_completion_stream: one chunk per output, the last
         # with the finish reason; usage on each with continuous_usage_stats; then sglext, usage.
         state = {}
@@ -673,17 +678,8 @@ class SimServer(object):
         if not stream:
             req = self.engine.submit(key, prompt_tokens, max_new, temperature, ignore_eos, lambda r, p, f: None)
             await self._await_done(request, req)
-            reason, matched = self._finish_str(req)
-            out = {"id": req.rid, "object": "chat.completion", "created": created, "model": model,
-                   "choices": [{"index": 0, "message": {"role": "assistant", "content": req.text.lstrip(" "),
-                                                        "reasoning_content": None, "tool_calls": None},
-                                "logprobs": None, "finish_reason": reason, "matched_stop": matched}],
-                   "usage": self._usage(req), "metadata": {"weight_version": "default"}}
-            if flags.return_spec:
-                details = self.spec_tokens_details(self._meta(req, True))
-                if details is not None:
-                    out["sglext"] = {"spec_tokens_details": details}
-            return web.json_response(out)
+            message = {"role": "assistant", "content": req.text.lstrip(" "), "reasoning_content": None, "tool_calls": None}
+            return self._final_response(req, "chat.completion", created, model, flags, {"message": message})
         # 0.5.23 serving_chat._generate_chat_stream (chunks built by sse_utils.build_sse_content, msgspec,
         # usage omitted when None): a role chunk before the first content, content chunks (usage on
         # each with continuous_usage_stats), a separate finish-reason chunk, then sglext, usage.
