@@ -138,7 +138,8 @@ max_total_num_tokens:
   returned: when ready
   type: int
 server_info:
-  description: The server arguments compared, as the server reports them.
+  description:
+    - The server arguments compared (O(expect)), the model path and the served model name, as the server reports them.
   returned: when ready
   type: dict
 mismatches:
@@ -191,6 +192,7 @@ from ansible.module_utils.urls import open_url
 from ansible_collections.llmops.sglang.plugins.module_utils.diagnosis import (
     diagnose, mismatch_diagnosis, timeout_diagnosis)
 from ansible_collections.llmops.sglang.plugins.module_utils import server_info as sinfo
+from ansible_collections.llmops.sglang.plugins.module_utils import server_args
 from ansible_collections.llmops.sglang.plugins.module_utils.speculative import resolved_algorithm
 from ansible_collections.llmops.sglang.plugins.module_utils.service_systemd import (
     journal_first_match_monotonic, journal_lines, systemctl_show)
@@ -355,9 +357,7 @@ def main():
     result['max_running_requests'] = facts['max_running_requests']
     result['resolved_max_running_requests'] = facts['resolved_max_running_requests']
     result['max_total_num_tokens'] = facts['max_total_num_tokens']
-    result['server_info'] = dict((k, info.get(k)) for k in sorted(set(p['expect']) | set((
-        'tp_size', 'dp_size', 'kv_cache_dtype', 'speculative_algorithm', 'speculative_num_steps',
-        'speculative_eagle_topk', 'speculative_num_draft_tokens', 'model_path', 'served_model_name'))))
+    result['server_info'] = dict((k, info.get(k)) for k in sorted(set(p['expect']) | set(server_args.REPORTED_INFO_KEYS)))
     result['mismatches'] = compare(p['expect'], info)
     if result['mismatches']:
         fail('is ready but runs a different configuration than deployed.',
