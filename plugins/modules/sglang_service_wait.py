@@ -31,10 +31,6 @@ description:
 author:
   - llmops.sglang contributors (@llmops)
 options:
-  name:
-    description: Name of the systemd unit, with or without the C(.service) suffix.
-    type: str
-    required: true
   url:
     description: Base URL of the server, for example C(http://127.0.0.1:30000).
     type: str
@@ -71,15 +67,11 @@ options:
     description: How many journal lines to read at most for the diagnosis.
     type: int
     default: 2000
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
 extends_documentation_fragment:
   - llmops.sglang.attributes
+  - llmops.sglang.service_unit
 notes:
-  - Runs on the GPU host (stdlib only); needs C(systemctl) and C(journalctl).
+  - Also needs C(journalctl).
   - Diagnosis patterns follow SGLang 0.5.x log messages.
 seealso:
   - module: llmops.sglang.sglang_service_stop
@@ -195,7 +187,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils import server_info a
 from ansible_collections.llmops.sglang.plugins.module_utils import server_args
 from ansible_collections.llmops.sglang.plugins.module_utils.speculative import resolved_algorithm
 from ansible_collections.llmops.sglang.plugins.module_utils.service_systemd import (
-    journal_first_match_monotonic, journal_lines, systemctl_show)
+    UNIT_ARGUMENT_SPEC, journal_first_match_monotonic, journal_lines, systemctl_show, unit_name)
 
 READY_LINE = 'The server is fired up and ready to roll'
 HEALTH_TIMEOUT_S = 5
@@ -279,7 +271,7 @@ def fetch_server_info(base, api_key):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            name=dict(type='str', required=True),
+            UNIT_ARGUMENT_SPEC,
             url=dict(type='str', required=True),
             api_key=dict(type='str', no_log=True),
             timeout=dict(type='int', default=1800),
@@ -292,7 +284,7 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    unit = p['name'] if p['name'].endswith('.service') else p['name'] + '.service'
+    unit = unit_name(p['name'])
     base = p['url'].rstrip('/')
     started = time.monotonic()
     deadline = started + p['timeout']
