@@ -11,8 +11,9 @@ class ModuleDocFragment(object):
 
     A module lists C(llmops.sglang.attributes) (check_mode, diff_mode) and, when it runs on the
     controller, C(llmops.sglang.attributes.controller) (platform) under
-    extends_documentation_fragment, then states its own C(support) for each attribute; a
-    description (or details) of its own replaces the shared one where the module differs.
+    extends_documentation_fragment, then states its own C(support) for each attribute (the two
+    unit modules through C(llmops.sglang.service_unit)); a description (or details) of its own
+    replaces the shared one where the module differs.
     """
 
     # check_mode and diff_mode: the generic meaning; each module sets `support`.

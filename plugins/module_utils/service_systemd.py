@@ -23,6 +23,15 @@ SHOW_PROPERTIES = (
 _INT_PROPERTIES = ('NRestarts', 'MainPID', 'ExecMainStatus', 'ExecMainStartTimestampMonotonic',
                    'ExecMainExitTimestampMonotonic')
 
+# The option both unit modules take (sglang_service_stop, sglang_service_wait; documented by the
+# llmops.sglang.service_unit doc fragment).
+UNIT_ARGUMENT_SPEC = dict(name=dict(type='str', required=True))
+
+
+def unit_name(name):
+    """The unit's full name: ``sglang`` and ``sglang.service`` are the same unit."""
+    return name if name.endswith('.service') else name + '.service'
+
 
 def parse_show(text):
     """Parse ``systemctl show`` KEY=VALUE output; numeric properties become ints."""

@@ -92,34 +92,35 @@ def _strip_volatile(value):
     return value
 
 
-def _load(text):
+def _one_document(parse, text, empty, is_mapping):
+    """The one document of a host_vars file (None when there is none), with ``parse``
+    (yaml.load_all or yaml.compose_all), ``empty`` telling an empty document and ``is_mapping``
+    a mapping; PinError otherwise."""
     try:
-        docs = list(yaml.load_all(text, Loader=_Loader))
+        docs = list(parse(text, Loader=_Loader))
     except yaml.YAMLError as exc:
         raise PinError('the file is not valid YAML: %s' % exc)
-    docs = [d for d in docs if d is not None]
+    docs = [d for d in docs if not empty(d)]
+    if not docs:
+        return None
     if len(docs) > 1:
         raise PinError('the file holds %d YAML documents; host_vars must be one mapping' % len(docs))
-    data = docs[0] if docs else {}
-    if not isinstance(data, dict):
+    if not is_mapping(docs[0]):
         raise PinError('the file does not hold a mapping at the top level')
-    return data
+    return docs[0]
+
+
+def _load(text):
+    data = _one_document(yaml.load_all, text, lambda d: d is None, lambda d: isinstance(d, dict))
+    return {} if data is None else data
 
 
 def _compose(text):
-    try:
-        nodes = list(yaml.compose_all(text, Loader=_Loader))
-    except yaml.YAMLError as exc:
-        raise PinError('the file is not valid YAML: %s' % exc)
     # An explicit but empty document ("---" and comments) composes to a null scalar.
-    nodes = [n for n in nodes if n is not None and not (isinstance(n, yaml.ScalarNode) and n.tag == 'tag:yaml.org,2002:null')]
-    if not nodes:
-        return None
-    if len(nodes) > 1:
-        raise PinError('the file holds %d YAML documents; host_vars must be one mapping' % len(nodes))
-    if not isinstance(nodes[0], yaml.MappingNode):
-        raise PinError('the file does not hold a mapping at the top level')
-    return nodes[0]
+    return _one_document(
+        yaml.compose_all, text,
+        lambda n: n is None or (isinstance(n, yaml.ScalarNode) and n.tag == 'tag:yaml.org,2002:null'),
+        lambda n: isinstance(n, yaml.MappingNode))
 
 
 def _scalar_text(value):

@@ -34,6 +34,14 @@ import shutil
 from ansible_collections.llmops.sglang.plugins.module_utils.atomic_file import write_atomic
 
 SCHEMA = 1
+
+# The options that say which store and which host (spec_sweep_store, spec_sweep_decide; documented
+# by the llmops.sglang.sweep_results doc fragment).
+RESULTS_ARGUMENT_SPEC = dict(
+    results_dir=dict(type='path', required=True),
+    host=dict(type='str', required=True),
+)
+
 _REPEAT_RE = re.compile(r'^repeat-(\d+)\.json$')
 _SAFE_HOST_RE = re.compile(r'[^A-Za-z0-9_.-]')
 

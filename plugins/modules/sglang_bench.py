@@ -376,20 +376,12 @@ from ansible_collections.llmops.sglang.plugins.module_utils.bench_client import 
 )
 from ansible_collections.llmops.sglang.plugins.module_utils.bench_metrics import summarize_level
 from ansible_collections.llmops.sglang.plugins.module_utils import server_info as sinfo
+from ansible_collections.llmops.sglang.plugins.module_utils import server_args
 from ansible_collections.llmops.sglang.plugins.module_utils.bench_workloads import (
     AGENTIC_CODING_PROMPTS,
     body_factory,
     load_prompt_file,
     normalize_prompts,
-)
-
-# Server arguments worth keeping next to the figures (names as SGLang's
-# /server_info reports them).
-SERVER_ARG_KEYS = (
-    "model_path", "served_model_name", "tp_size", "dp_size", "kv_cache_dtype", "mem_fraction_static",
-    "max_running_requests", "cuda_graph_max_bs", "chunked_prefill_size", "context_length",
-    "attention_backend", "speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
-    "speculative_num_draft_tokens", "speculative_draft_model_path", "disable_radix_cache",
 )
 
 
@@ -475,7 +467,7 @@ def requests_for(concurrency, requests_per_level, max_running=None):
 def _server_summary(info):
     """(server dict, effective max_running_requests, max_total_num_tokens) through the shared reader."""
     facts = sinfo.summary(info)
-    args = dict((k, info[k]) for k in SERVER_ARG_KEYS if k in info) if isinstance(info, dict) else {}
+    args = dict((k, info[k]) for k in server_args.SUMMARY_INFO_KEYS if k in info) if isinstance(info, dict) else {}
     server = {"version": facts["version"], "server_args": args,
               "max_running_requests": facts["max_running_requests"],
               "resolved_max_running_requests": facts["resolved_max_running_requests"]}

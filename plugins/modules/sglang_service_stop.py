@@ -29,10 +29,6 @@ description:
 author:
   - llmops.sglang contributors (@llmops)
 options:
-  name:
-    description: Name of the systemd unit, with or without the C(.service) suffix.
-    type: str
-    required: true
   timeout:
     description: Seconds to wait for the processes and GPUs to be released after C(systemctl stop) returned.
     type: int
@@ -52,15 +48,11 @@ options:
     description: Seconds one C(nvidia-smi) call may take before it is killed and counted as a failed look.
     type: int
     default: 10
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
 extends_documentation_fragment:
   - llmops.sglang.attributes
+  - llmops.sglang.service_unit
 notes:
-  - Runs on the GPU host; needs C(systemctl) and (optionally) C(journalctl) and C(nvidia-smi).
+  - Also uses C(journalctl) and C(nvidia-smi) where they exist.
 '''
 
 EXAMPLES = r'''
@@ -102,7 +94,8 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.llmops.sglang.plugins.module_utils.service_systemd import (
-    NvidiaSmiError, cgroup_pids, gpu_holders, gpu_snapshot, journal_cursor, pid_alive, select_gpus, systemctl_show)
+    UNIT_ARGUMENT_SPEC, NvidiaSmiError, cgroup_pids, gpu_holders, gpu_snapshot, journal_cursor, pid_alive, select_gpus,
+    systemctl_show, unit_name)
 
 
 def wait_until_released(pids, gpu_busy, timeout, interval=0.5):
@@ -143,7 +136,7 @@ def gpu_checker(nvidia_smi, gpus, max_used_mib, own_pids, call_timeout):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            name=dict(type='str', required=True),
+            UNIT_ARGUMENT_SPEC,
             timeout=dict(type='int', default=300),
             gpus=dict(type='list', elements='str', default=[]),
             gpu_memory_used_max_mib=dict(type='int', default=1024),
@@ -151,9 +144,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    unit = module.params['name']
-    if not unit.endswith('.service'):
-        unit += '.service'
+    unit = unit_name(module.params['name'])
 
     state = systemctl_show(module, unit)
     pids = cgroup_pids(state.get('ControlGroup'))

@@ -31,10 +31,6 @@ description:
 author:
   - llmops.sglang contributors (@llmops)
 options:
-  name:
-    description: Name of the systemd unit, with or without the C(.service) suffix.
-    type: str
-    required: true
   url:
     description: Base URL of the server, for example C(http://127.0.0.1:30000).
     type: str
@@ -71,15 +67,11 @@ options:
     description: How many journal lines to read at most for the diagnosis.
     type: int
     default: 2000
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
 extends_documentation_fragment:
   - llmops.sglang.attributes
+  - llmops.sglang.service_unit
 notes:
-  - Runs on the GPU host (stdlib only); needs C(systemctl) and C(journalctl).
+  - Also needs C(journalctl).
   - Diagnosis patterns follow SGLang 0.5.x log messages.
 seealso:
   - module: llmops.sglang.sglang_service_stop
@@ -138,7 +130,8 @@ max_total_num_tokens:
   returned: when ready
   type: int
 server_info:
-  description: The server arguments compared, as the server reports them.
+  description:
+    - The server arguments compared (O(expect)), the model path and the served model name, as the server reports them.
   returned: when ready
   type: dict
 mismatches:
@@ -191,9 +184,10 @@ from ansible.module_utils.urls import open_url
 from ansible_collections.llmops.sglang.plugins.module_utils.diagnosis import (
     diagnose, mismatch_diagnosis, timeout_diagnosis)
 from ansible_collections.llmops.sglang.plugins.module_utils import server_info as sinfo
+from ansible_collections.llmops.sglang.plugins.module_utils import server_args
 from ansible_collections.llmops.sglang.plugins.module_utils.speculative import resolved_algorithm
 from ansible_collections.llmops.sglang.plugins.module_utils.service_systemd import (
-    journal_first_match_monotonic, journal_lines, systemctl_show)
+    UNIT_ARGUMENT_SPEC, journal_first_match_monotonic, journal_lines, systemctl_show, unit_name)
 
 READY_LINE = 'The server is fired up and ready to roll'
 HEALTH_TIMEOUT_S = 5
@@ -277,7 +271,7 @@ def fetch_server_info(base, api_key):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            name=dict(type='str', required=True),
+            UNIT_ARGUMENT_SPEC,
             url=dict(type='str', required=True),
             api_key=dict(type='str', no_log=True),
             timeout=dict(type='int', default=1800),
@@ -290,7 +284,7 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    unit = p['name'] if p['name'].endswith('.service') else p['name'] + '.service'
+    unit = unit_name(p['name'])
     base = p['url'].rstrip('/')
     started = time.monotonic()
     deadline = started + p['timeout']
@@ -355,9 +349,7 @@ def main():
     result['max_running_requests'] = facts['max_running_requests']
     result['resolved_max_running_requests'] = facts['resolved_max_running_requests']
     result['max_total_num_tokens'] = facts['max_total_num_tokens']
-    result['server_info'] = dict((k, info.get(k)) for k in sorted(set(p['expect']) | set((
-        'tp_size', 'dp_size', 'kv_cache_dtype', 'speculative_algorithm', 'speculative_num_steps',
-        'speculative_eagle_topk', 'speculative_num_draft_tokens', 'model_path', 'served_model_name'))))
+    result['server_info'] = dict((k, info.get(k)) for k in sorted(set(p['expect']) | set(server_args.REPORTED_INFO_KEYS)))
     result['mismatches'] = compare(p['expect'], info)
     if result['mismatches']:
         fail('is ready but runs a different configuration than deployed.',

@@ -37,15 +37,8 @@ attributes:
 extends_documentation_fragment:
   - llmops.sglang.attributes
   - llmops.sglang.attributes.controller
+  - llmops.sglang.sweep_results
 options:
-  results_dir:
-    description: Directory holding the sweep results (one subdirectory per host).
-    type: path
-    required: true
-  host:
-    description: Inventory hostname whose results are read.
-    type: str
-    required: true
   steps:
     description: Step counts of the sweep (any order; they are considered in ascending order).
     type: list
@@ -183,8 +176,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils import sweep_store
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            results_dir=dict(type='path', required=True),
-            host=dict(type='str', required=True),
+            sweep_store.RESULTS_ARGUMENT_SPEC,
             steps=dict(type='list', elements='int', required=True),
             repeats=dict(type='int', default=1),
             objective=dict(type='str', default='agentic', choices=list(sweep_decide.OBJECTIVES)),

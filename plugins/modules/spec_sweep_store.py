@@ -31,15 +31,8 @@ attributes:
 extends_documentation_fragment:
   - llmops.sglang.attributes
   - llmops.sglang.attributes.controller
+  - llmops.sglang.sweep_results
 options:
-  results_dir:
-    description: Directory holding the sweep results (one subdirectory per host).
-    type: path
-    required: true
-  host:
-    description: Inventory hostname the result belongs to.
-    type: str
-    required: true
   state:
     description:
       - V(measured) saves O(result) as the next repeat of O(steps).
@@ -115,8 +108,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils import sweep_store
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            results_dir=dict(type='path', required=True),
-            host=dict(type='str', required=True),
+            sweep_store.RESULTS_ARGUMENT_SPEC,
             state=dict(type='str', default='measured', choices=['measured', 'failed', 'archived']),
             steps=dict(type='int'),
             fingerprint=dict(type='dict'),

@@ -98,6 +98,14 @@ def playbook(env, tmp_path, text, *extra):
                           env=env, capture_output=True, text=True, timeout=180, cwd=str(tmp_path), check=False)
 
 
+def run_role(env, tmp_path, role_vars, *extra, **play):
+    """Run the spec_bench role on localhost with ``role_vars`` (plus other play keys, e.g.
+    post_tasks); the play is written as JSON, which is YAML."""
+    play = dict({"name": "Benchmark", "hosts": "all", "gather_facts": False,
+                 "roles": [{"role": "llmops.sglang.spec_bench", "vars": role_vars}]}, **play)
+    return playbook(env, tmp_path, json.dumps([play], indent=1), *extra)
+
+
 def test_module_measures_and_sets_facts(env, tmp_path, server):
     rc, res = adhoc(env, tmp_path, {"url": server, "concurrency_levels": [1, 3], "requests_per_level": 6,
                                     "output_len": 31, "input_len": 8})
@@ -177,26 +185,11 @@ def test_failures_fail_the_task_unless_told_not_to(env, tmp_path, stalled_server
 
 def test_role_writes_result_and_prints_table(env, tmp_path, server):
     results = tmp_path / "results"
-    proc = playbook(env, tmp_path, """
-- name: Benchmark
-  hosts: all
-  gather_facts: false
-  roles:
-    - role: llmops.sglang.spec_bench
-      vars:
-        spec_bench_url: %s
-        spec_bench_concurrency_levels: [1, 2]
-        spec_bench_requests_per_level: 4
-        spec_bench_output_len: 31
-        spec_bench_input_len: 8
-        spec_bench_results_dir: %s
-  post_tasks:
-    - name: Keep the fact for the test
-      ansible.builtin.copy:
-        content: "{{ spec_bench_result | to_json }}"
-        dest: %s
-        mode: "0644"
-""" % (server, results, tmp_path / "fact.json"))
+    proc = run_role(env, tmp_path, {
+        "spec_bench_url": server, "spec_bench_concurrency_levels": [1, 2], "spec_bench_requests_per_level": 4,
+        "spec_bench_output_len": 31, "spec_bench_input_len": 8, "spec_bench_results_dir": str(results),
+    }, post_tasks=[{"name": "Keep the fact for the test", "ansible.builtin.copy": {
+        "content": "{{ spec_bench_result | to_json }}", "dest": str(tmp_path / "fact.json"), "mode": "0644"}}])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     fact = json.loads((tmp_path / "fact.json").read_text())
     files = list(results.iterdir())
@@ -218,17 +211,8 @@ def test_role_writes_result_and_prints_table(env, tmp_path, server):
 
 
 def test_role_rejects_bad_values_before_any_load(env, tmp_path):
-    proc = playbook(env, tmp_path, """
-- name: Benchmark
-  hosts: all
-  gather_facts: false
-  roles:
-    - role: llmops.sglang.spec_bench
-      vars:
-        spec_bench_url: http://127.0.0.1:%d
-        spec_bench_concurrency_levels: [1, 0]
-        spec_bench_results_dir: %s
-""" % (free_port(), tmp_path / "results"))
+    proc = run_role(env, tmp_path, {"spec_bench_url": "http://127.0.0.1:%d" % free_port(),
+                                    "spec_bench_concurrency_levels": [1, 0], "spec_bench_results_dir": str(tmp_path / "results")})
     assert proc.returncode != 0
     assert "spec_bench_concurrency_levels" in proc.stdout
     assert "Drive the load" not in proc.stdout
@@ -243,18 +227,8 @@ def test_role_rejects_bad_values_before_any_load(env, tmp_path):
 def test_role_names_the_prompt_file_line_and_fault(env, tmp_path, content, expected):
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text(content)
-    proc = playbook(env, tmp_path, """
-- name: Benchmark
-  hosts: all
-  gather_facts: false
-  roles:
-    - role: llmops.sglang.spec_bench
-      vars:
-        spec_bench_url: http://127.0.0.1:%d
-        spec_bench_workload: file
-        spec_bench_prompt_file: %s
-        spec_bench_results_dir: %s
-""" % (free_port(), prompts, tmp_path / "results"))
+    proc = run_role(env, tmp_path, {"spec_bench_url": "http://127.0.0.1:%d" % free_port(), "spec_bench_workload": "file",
+                                    "spec_bench_prompt_file": str(prompts), "spec_bench_results_dir": str(tmp_path / "results")})
     assert proc.returncode != 0
     out = " ".join((proc.stdout + proc.stderr).split())  # the error box wraps long lines
     assert "spec_bench_prompt_file %s %s" % (prompts, expected) in out, out
@@ -263,16 +237,8 @@ def test_role_names_the_prompt_file_line_and_fault(env, tmp_path, content, expec
 
 
 def test_role_in_check_mode_sends_no_load_and_writes_nothing(env, tmp_path):
-    proc = playbook(env, tmp_path, """
-- name: Benchmark
-  hosts: all
-  gather_facts: false
-  roles:
-    - role: llmops.sglang.spec_bench
-      vars:
-        spec_bench_url: http://127.0.0.1:%d
-        spec_bench_results_dir: %s
-""" % (free_port(), tmp_path / "results"), "--check")
+    proc = run_role(env, tmp_path, {"spec_bench_url": "http://127.0.0.1:%d" % free_port(),
+                                    "spec_bench_results_dir": str(tmp_path / "results")}, "--check")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "check mode: no load sent" in proc.stdout
     assert not (tmp_path / "results").exists()

@@ -14,6 +14,7 @@ import os
 
 from ansible_collections.llmops.sglang.plugins.module_utils import sweep_pin, sweep_report, sweep_decide
 
+import pytest
 import yaml
 
 USER_FILE = """---
@@ -77,6 +78,22 @@ def test_non_mapping_file_is_refused():
         assert 'mapping' in str(exc)
     else:
         raise AssertionError('a list file must be refused')
+
+
+@pytest.mark.parametrize('text, reason', [
+    ('a: [1\n', 'the file is not valid YAML'),
+    ('a: 1\n---\nb: 2\n', 'the file holds 2 YAML documents; host_vars must be one mapping'),
+    ('just text\n', 'the file does not hold a mapping at the top level'),
+])
+def test_files_that_are_not_one_mapping_are_refused(text, reason):
+    with pytest.raises(sweep_pin.PinError, match=reason):
+        sweep_pin.update_text(text, pinned(4))
+
+
+def test_a_file_of_comments_only_is_an_empty_mapping():
+    new, changed = sweep_pin.update_text('---\n# hand-kept, nothing set yet\n', pinned(4))
+    assert '# hand-kept, nothing set yet' in new and changed
+    assert yaml.safe_load(new)['sglang_service_speculative_num_steps'] == 4
 
 
 def _level(c, prt, agg):

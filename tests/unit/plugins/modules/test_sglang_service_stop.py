@@ -119,3 +119,9 @@ def test_gives_up_after_the_timeout():
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_both_unit_modules_name_the_unit_alike():
+    from ansible_collections.llmops.sglang.plugins.module_utils.service_systemd import unit_name
+    assert unit_name('sglang-qwen') == 'sglang-qwen.service'
+    assert unit_name('sglang-qwen.service') == 'sglang-qwen.service'

@@ -41,13 +41,23 @@ def _trust(value):
     return value
 
 
-def render(name, overrides):
-    """Render templates/<name> with defaults < overrides < vars/main.yml (role precedence)."""
+def _templar(overrides):
+    """A templar with defaults < overrides < vars/main.yml (role precedence)."""
     variables = dict(_load("defaults/main.yml"))
     variables.update(overrides)
     variables.update(_load("vars/main.yml"))
     variables.update(role_path=ROLE, ansible_managed="Ansible managed")
-    templar = Templar(loader=DataLoader(), variables=_trust(variables))
+    return Templar(loader=DataLoader(), variables=_trust(variables))
+
+
+def role_var(name, overrides):
+    """The value of one of the role's variables (e.g. a vars/main.yml fact) with ``overrides``."""
+    return _templar(overrides).template(trust_as_template("{{ %s }}" % name))
+
+
+def render(name, overrides):
+    """Render templates/<name> with defaults < overrides < vars/main.yml (role precedence)."""
+    templar = _templar(overrides)
     with open(os.path.join(ROLE, "templates", name), encoding="utf-8") as fh:
         source = trust_as_template(fh.read())
     # The template action's defaults: trim_blocks on, lstrip_blocks off, no backslash escaping.

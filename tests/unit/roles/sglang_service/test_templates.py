@@ -3,7 +3,7 @@ the command line and environment systemd would see, for several variable combina
 import pytest
 import yaml
 
-from rendering import config_options, env_file, exec_argv, flags, render, server_argv, unit_sections
+from rendering import config_options, env_file, exec_argv, flags, render, role_var, server_argv, unit_sections
 
 
 def server_flags(overrides):
@@ -251,3 +251,24 @@ def test_gpus_the_stop_waits_for(overrides, gpus):
     variables.update(_load("vars/main.yml"))
     templar = Templar(loader=DataLoader(), variables=_trust(variables))
     assert templar.template(_trust("{{ _sglang_service_gpus }}")) == gpus
+
+
+def test_verification_and_last_good_settings_come_from_the_same_values():
+    """What the server must report back and what the last good configuration keeps are derived
+    from the variables by the server-argument table (module_utils/server_args.py), like the
+    --config file."""
+    overrides = dict(SEED, sglang_service_dp_size=2, sglang_service_api_key="sk-secret",
+                     sglang_service_mem_fraction_static="0.85", sglang_service_extra_args=["--disable-radix-cache"])
+    assert role_var("_sglang_service_expect", overrides) == {
+        "tp_size": 4, "dp_size": 2, "kv_cache_dtype": "bf16", "speculative_algorithm": "NEXTN",
+        "speculative_num_steps": 4, "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 5}
+    settings = role_var("_sglang_service_settings", overrides)
+    assert list(settings)[:3] == ["sglang_service_launch_module", "sglang_service_python", "sglang_service_model_path"]
+    assert settings["sglang_service_api_key"] == "set" and "sk-secret" not in str(settings)
+    assert settings["sglang_service_mem_fraction_static"] == "0.85"  # as set
+    assert settings["sglang_service_speculative_num_draft_tokens"] == 5  # as deployed
+    assert settings["sglang_service_extra_args"] == ["--disable-radix-cache"]
+    assert settings["sglang_service_hardening"] is True
+    assert config_options(overrides)["mem-fraction-static"] == 0.85
+    off = role_var("_sglang_service_expect", dict(SEED, sglang_service_speculative_algorithm=None))
+    assert off["speculative_algorithm"] is None and off["speculative_num_steps"] is None
