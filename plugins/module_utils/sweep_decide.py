@@ -498,6 +498,11 @@ def evaluate(configs, objective, repeats, concurrency_levels, params=None):
                 'verdict': verdict.get('verdict') or ''}
         if cfg['status'] == STATUS_FAILED:
             item['diagnosis'] = (cfg.get('failure') or {}).get('diagnosis') or 'unknown'
+        # Which host measured it (sweep_split shares the step counts among hosts).
+        measured_by = sorted(set(h for h in [(r.get('result') or {}).get('host') for r in cfg.get('repeats') or []]
+                                 + [(cfg.get('failure') or {}).get('measured_by')] if h))
+        if measured_by:
+            item['measured_by'] = measured_by
         if per_step:
             item['per_request_tok_s'] = dict((r['concurrency'], _round(r['per_request_tok_s'])) for r in per_step)
             item['aggregate_tok_s'] = dict((r['concurrency'], _round(r['aggregate_tok_s'])) for r in per_step)

@@ -579,6 +579,7 @@ def requests_for(concurrency, requests_per_level, max_running=None):
 
 
 ADAPTIVE_MIN_REQUESTS = 4
+ADAPTIVE_OPTIONS = ("stop_metric", "target_precision", "min_requests", "max_requests", "stop_bounds", "precision_levels")
 ADAPTIVE_CAP_FACTOR = 3
 
 
@@ -826,9 +827,7 @@ def describe_workload(params, levels, prompts, model, max_running=None):
         "requests_per_level": (dict((str(c), requests_for(c, params.get("requests_per_level"), max_running)) for c in levels)
                                if not params.get("duration_s") and params.get("stop", "fixed") == "fixed" else None),
         "stop": params.get("stop", "fixed"),
-        "adaptive": (dict((k, params.get(k)) for k in ("stop_metric", "target_precision", "min_requests", "max_requests",
-                                                     "stop_bounds", "precision_levels"))
-                     if params.get("stop", "fixed") == "adaptive" else None),
+        "adaptive": (dict((k, params.get(k)) for k in ADAPTIVE_OPTIONS) if params.get("stop", "fixed") == "adaptive" else None),
         "duration_s": params.get("duration_s"),
         "warmup_requests": params["warmup_requests"],
         "prompt_count": count,
