@@ -30,7 +30,8 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
-import conftest  # noqa: E402,F401  pylint: disable=unused-import (makes this checkout importable as ansible_collections.llmops.sglang)
+# tests/conftest.py makes this checkout importable as ansible_collections.llmops.sglang.
+import conftest  # noqa: E402,F401  pylint: disable=unused-import
 
 from ansible_collections.llmops.sglang.plugins.modules import sglang_bench  # noqa: E402
 from ansible_collections.llmops.sglang.plugins.module_utils import sweep_decide as sd  # noqa: E402
