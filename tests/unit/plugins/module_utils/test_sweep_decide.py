@@ -339,3 +339,17 @@ def test_plan_gives_the_step_count_to_measure_the_figure_it_has_to_beat():
     first = sd.plan([missing(1), missing(2)], 'agentic', 1)[0]
     assert first['action'] == 'measure' and first['bounds'] == []
     assert sd.plan([ok(1), missing(2)], 'constrained', 1, {'max_ttft_p99_s': 1.0})[1]['bounds'] == []
+
+
+def test_evidence_names_the_host_that_measured_each_step_count():
+    # sweep_split: one store, several hosts; a run's result carries the host that measured it
+    # (spec_bench_result.host), a stored verdict its measured_by.
+    one, two = run(1), run(2)
+    one['result'] = {'host': 'split1'}
+    two['result'] = {'host': 'split2'}
+    lost = failed(10)
+    lost['failure']['measured_by'] = 'split2'
+    evidence = sd.evaluate([ok(1, one), ok(2, two), lost], 'agentic', 1, [1, 2, 32])['evidence']
+    assert [e.get('measured_by') for e in evidence] == [['split1'], ['split2'], ['split2']]
+    # Records without a host (stored before) just have no measured_by.
+    assert 'measured_by' not in sd.evaluate([ok(1)], 'agentic', 1, [1])['evidence'][0]
