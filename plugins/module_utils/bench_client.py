@@ -441,10 +441,16 @@ class LevelRun:
       (or ``reference``'s) per-request latency, scaled to this concurrency,
       times the rounds of requests, times DEADLINE_SLACK, plus the stall
       timeout. Exceeding it also ends the level with ``stalled`` set.
+
+    With a ``stop_rule`` (bench_stopping.StopRule), ``requests`` is the cap:
+    after each completion the rule may find the level precise enough; then
+    no request is sent beyond the round in flight (the count is rounded up
+    to whole rounds of the rule's batch, so the last round is as full as the
+    others) and ``stopped_early`` is set.
     """
 
     def __init__(self, endpoint, path, parser, make_body, concurrency, requests, warmup, duration_s=None,
-                 stall_timeout=None, reference=None):
+                 stall_timeout=None, reference=None, stop_rule=None):
         self.endpoint = endpoint
         self.path = path
         self.parser = parser
@@ -456,6 +462,9 @@ class LevelRun:
         self.stall_timeout = stall_timeout
         # (per-request e2e seconds, at concurrency) measured before this level, or None.
         self.reference = reference
+        self.stop_rule = stop_rule
+        self.stopped_early = False
+        self.start = None
         self.records = []
         self.warmup_records = []
         self.aborted = None
@@ -509,6 +518,17 @@ class LevelRun:
             self._index += 1
             rec = await self._one(self._index)
             self.records.append(rec)
+            self._check_stop()
+
+    def _check_stop(self):
+        """Adaptive stopping: once precise enough, send nothing beyond the round in flight."""
+        rule = self.stop_rule
+        if rule is None or self.stopped_early or self.duration_s:
+            return
+        if rule.satisfied(self.records, self.start, _now(), self._in_flight):
+            running = rule.running
+            self.requests = min(self.requests, running * ((self._next + running - 1) // running))
+            self.stopped_early = True
 
     def _progress(self):
         """Chunks received so far (finished requests count whole): grows while any stream moves."""
@@ -577,7 +597,7 @@ class LevelRun:
             if self.warmup:
                 await self._gather([self._warm_worker() for _worker in range(min(self.concurrency, self.warmup))])
             self._next = 0
-            start = _now()
+            start = self.start = _now()
             if not self.stalled:
                 self._set_deadline()
                 deadline = start + self.duration_s if self.duration_s else None

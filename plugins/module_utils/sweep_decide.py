@@ -119,12 +119,22 @@ def _per_request(level):
     return prt.get('median')
 
 
+def _reported_se(level, metric):
+    """The standard error sglang_bench reported for a level's figure (its ``precision``), or None."""
+    prec = ((level or {}).get('precision') or {}).get(metric) or {}
+    return float(prec['se']) if prec.get('se') is not None else None
+
+
 def _median_se(level):
-    """Standard error of a level's median per-request tok/s, from its p10-p90 and request count.
+    """Standard error of a level's median per-request tok/s: what sglang_bench measured (its
+    ``precision``), else, for runs stored before it reported one, from its p10-p90 and request count.
 
     Normal approximation: sigma ~ (p90 - p10) / 2.563 and SE(median) ~ 1.2533 sigma / sqrt(n).
     It lets a single run say how precisely it measured, not only repeats.
     """
+    reported = _reported_se(level, 'per_request')
+    if reported is not None:
+        return reported
     prt = (level or {}).get('per_request_tok_s') or {}
     n = (level or {}).get('requests_completed') or 0
     if prt.get('p10') is None or prt.get('p90') is None or n < 2:
@@ -165,8 +175,10 @@ def score_repeat(levels, objective, params=None):
         c = p['throughput_concurrency']
         lv = by_c.get(c)
         score = lv.get('aggregate_output_tok_s') if level_ok(lv) else None
-        # One aggregate figure per run: its noise shows only across repeats.
-        return {'score': score, 'tiebreak': [], 'at': c, 'se': 0.0}
+        # The run's own precision of its aggregate (batch means, sglang_bench); runs stored before
+        # it was reported show their noise only across repeats.
+        se = (_reported_se(lv, 'aggregate') or 0.0) if score is not None else 0.0
+        return {'score': score, 'tiebreak': [], 'at': c, 'se': se}
     if objective == 'constrained':
         best, at = None, None
         for c in sorted(by_c):
@@ -324,10 +336,13 @@ def _sorted_configs(configs):
 def plan(configs, objective, repeats, params=None):
     """Walk the step counts in ascending order and say what each one needs.
 
-    Returns a list of ``{"steps", "action", "reason", "missing_repeats"}`` with action one of
+    Returns a list of ``{"steps", "action", "reason", "missing_repeats"}`` (and ``"bounds"`` when measured) with action one of
     ``done`` (all repeats measured), ``failed`` (a recorded start failure), ``measure`` (repeats
     missing), ``skip`` (early stop) or ``pending`` (depends on a step count still to be measured).
-    Measured data is always kept; early stop only saves measuring.
+    Measured data is always kept; early stop only saves measuring. ``bounds`` of a step count to
+    measure are the objective's figures it is compared with (the best so far raised by the margin
+    and by the early-stop margin), for adaptive stopping: once the benchmark knows on which side
+    of them the figure lies, more requests would not change the decision.
     """
     p = _params(params)
     out = []
@@ -365,7 +380,9 @@ def plan(configs, objective, repeats, params=None):
         elif blocked:
             entry.update(action='pending', reason='waits for a smaller step count to be measured')
         else:
-            entry.update(action='measure', reason='%d of %d repeats to measure' % (entry['missing_repeats'], repeats))
+            entry.update(action='measure', reason='%d of %d repeats to measure' % (entry['missing_repeats'], repeats), bounds=[])
+            if incumbent is not None and incumbent['score'] is not None and objective != 'constrained':
+                entry['bounds'] = sorted(set(round(incumbent['score'] * (1 + m), 3) for m in (p['margin'], p['early_stop_margin'])))
             # Whether larger step counts run depends on this result.
             blocked = p['early_stop']
         out.append(entry)
@@ -481,6 +498,11 @@ def evaluate(configs, objective, repeats, concurrency_levels, params=None):
                 'verdict': verdict.get('verdict') or ''}
         if cfg['status'] == STATUS_FAILED:
             item['diagnosis'] = (cfg.get('failure') or {}).get('diagnosis') or 'unknown'
+        # Which host measured it (sweep_split shares the step counts among hosts).
+        measured_by = sorted(set(h for h in [(r.get('result') or {}).get('host') for r in cfg.get('repeats') or []]
+                                 + [(cfg.get('failure') or {}).get('measured_by')] if h))
+        if measured_by:
+            item['measured_by'] = measured_by
         if per_step:
             item['per_request_tok_s'] = dict((r['concurrency'], _round(r['per_request_tok_s'])) for r in per_step)
             item['aggregate_tok_s'] = dict((r['concurrency'], _round(r['aggregate_tok_s'])) for r in per_step)

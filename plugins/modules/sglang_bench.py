@@ -85,8 +85,67 @@ options:
       - Measured requests per level. Default is four per concurrent worker (at least 8), rounded up
         to whole rounds of min(concurrency, the server's max_running_requests) so that the last round
         is as full as the others.
-      - Mutually exclusive with O(duration_s).
+      - Mutually exclusive with O(duration_s). Applies to O(stop=fixed) only.
     type: int
+  stop:
+    description:
+      - How many requests a level measures.
+      - V(fixed) sends O(requests_per_level) (or its default) per level, or keeps sending for O(duration_s).
+      - V(adaptive) measures each level of O(precision_levels) only as long as it takes to know the
+        O(stop_metric) figure to a relative 95% confidence half-width of O(target_precision). After
+        O(min_requests), it checks after each whole round of min(concurrency, max_running_requests)
+        requests and stops sending once the rule holds (the requests in flight finish and count), or at
+        O(max_requests). Levels not in O(precision_levels) measure O(min_requests) only.
+      - The result says per level how many requests it took, whether the target was reached
+        (RV(levels[].stop)) and the precision of both figures (RV(levels[].precision)).
+    type: str
+    choices: [fixed, adaptive]
+    default: fixed
+  stop_metric:
+    description:
+      - The figure whose precision ends an adaptive level. V(per_request) is the median per-request
+        decode tok/s (what an agentic objective ranks); V(aggregate) is the aggregate output tok/s
+        (what a throughput objective ranks).
+      - "Precision of V(per_request): the normal approximation of the median's standard error from the
+        p10-p90 spread, 1.2533 x ((p90 - p10) / 2.563) / sqrt(n), times Student's t (n - 1 degrees of
+        freedom); it needs at least 8 completed requests. Of V(aggregate): batch means over windows of one
+        request's median end-to-end time (the tokens that arrived in each window), t x sd / sqrt(windows); it
+        needs at least 3 windows."
+    type: str
+    choices: [per_request, aggregate]
+    default: per_request
+  target_precision:
+    description:
+      - With O(stop=adaptive), the relative 95% confidence half-width of the O(stop_metric) figure at which
+        a level stops (0.01 = the figure is known within +-1%).
+    type: float
+    default: 0.01
+  min_requests:
+    description:
+      - With O(stop=adaptive), measured requests a level takes at least, raised to the concurrency (a level
+        with fewer requests than workers never runs at its concurrency) and rounded up to whole rounds.
+      - Default 4.
+    type: int
+  max_requests:
+    description:
+      - With O(stop=adaptive), the cap of an adaptive level's measured requests (rounded up to whole rounds).
+      - Default three times the O(stop=fixed) default count of the level.
+    type: int
+  stop_bounds:
+    description:
+      - With O(stop=adaptive), values in tok/s that the O(stop_metric) figure will be compared with (a sweep
+        passes the figure a step count has to reach to beat the best one so far). A level also stops once its
+        95% confidence interval lies entirely on one side of every bound (more requests would not change
+        the comparison).
+    type: list
+    elements: float
+  precision_levels:
+    description:
+      - With O(stop=adaptive), the concurrency levels whose O(stop_metric) figure must reach
+        O(target_precision) (the levels a decision ranks on). The other levels measure O(min_requests).
+      - Default every level of O(concurrency_levels).
+    type: list
+    elements: int
   duration_s:
     description:
       - Instead of a request count, keep sending for this many seconds per level; requests in
@@ -211,6 +270,15 @@ EXAMPLES = r"""
     duration_s: 60
   delegate_to: localhost
 
+- name: Measure concurrency 1 until its median per-request tok/s is known within +-1%, the rest briefly
+  llmops.sglang.sglang_bench:
+    concurrency_levels: [1, 2, 4, 8, 16, 32]
+    stop: adaptive
+    stop_metric: per_request
+    precision_levels: [1]
+    target_precision: 0.01
+  register: quick
+
 - name: Keep partial figures when the server may die mid-run
   llmops.sglang.sglang_bench:
     concurrency_levels: [64]
@@ -304,6 +372,26 @@ levels:
     invalid:
       description: Why the level's figures are not a measurement (stalled server, implausible burst); absent when valid.
       type: str
+    precision:
+      description:
+        - How precisely the level measured its two ranked figures, C(per_request) (median per-request tok/s)
+          and C(aggregate) (aggregate output tok/s); each null when too few requests (8) or windows (3) completed.
+        - Each has C(estimate), C(se) (standard error), C(half_width) (95% confidence, in tok/s),
+          C(relative) (half_width / estimate), C(confidence) (0.95) and C(samples) (requests, or windows).
+      type: dict
+      sample: {"per_request": {"estimate": 279.5, "se": 1.2, "half_width": 2.6, "relative": 0.0093,
+               "confidence": 0.95, "samples": 13}, "aggregate": null}
+    stop:
+      description:
+        - How the level's request count came about. C(mode) V(fixed) (a set count or duration), V(adaptive)
+          (stopped by the precision rule or the cap) or V(minimum) (a level outside O(precision_levels));
+          C(requests) the measured requests sent.
+        - Adaptive levels also have C(metric), C(target), C(bounds), C(min_requests), C(max_requests),
+          C(reached) (whether the level stopped before the cap) and C(why) (V(precision) the target precision
+          was reached, V(bounds) the interval excluded every bound, V(cap) O(max_requests) ended it).
+      type: dict
+      sample: {"mode": "adaptive", "metric": "per_request", "target": 0.01, "min_requests": 4,
+               "max_requests": 24, "requests": 13, "reached": true, "why": "precision", "bounds": []}
 server:
   description: What the server reported from C(/server_info) (C(/get_server_info) on servers older than SGLang 0.5.23).
   returned: success
@@ -322,7 +410,7 @@ server:
       description: The server arguments a tuning decision depends on (model, tp/dp, speculative settings, memory settings).
       type: dict
 workload:
-  description: The load that was sent (workload, api, lengths, temperature, seed, requests, warm-up, model).
+  description: The load that was sent (workload, api, lengths, temperature, seed, requests or the adaptive stopping settings, warm-up, model).
   returned: always
   type: dict
 msg:
@@ -375,6 +463,11 @@ from ansible_collections.llmops.sglang.plugins.module_utils.bench_client import 
     post_json,
 )
 from ansible_collections.llmops.sglang.plugins.module_utils.bench_metrics import summarize_level
+from ansible_collections.llmops.sglang.plugins.module_utils.bench_stopping import (
+    StopRule,
+    level_precision,
+    whole_rounds,
+)
 from ansible_collections.llmops.sglang.plugins.module_utils import server_info as sinfo
 from ansible_collections.llmops.sglang.plugins.module_utils import server_args
 from ansible_collections.llmops.sglang.plugins.module_utils.bench_workloads import (
@@ -415,6 +508,19 @@ def validate(module):
     for name in ("output_len", "input_len"):
         if p[name] < 1:
             module.fail_json(msg="%s must be an integer >= 1; got %d" % (name, p[name]))
+    if p["stop"] == "adaptive":
+        if p["requests_per_level"] is not None or p["duration_s"] is not None:
+            module.fail_json(msg="requests_per_level and duration_s apply to stop=fixed; stop is adaptive "
+                                 "(set min_requests, max_requests and target_precision instead)")
+        if not 0 < p["target_precision"] < 1:
+            module.fail_json(msg="target_precision must be a fraction in (0, 1) (0.01 = +-1%%); got %s" % p["target_precision"])
+        for name in ("min_requests", "max_requests"):
+            if p[name] is not None and p[name] < 1:
+                module.fail_json(msg="%s must be an integer >= 1; got %d" % (name, p[name]))
+        if p["min_requests"] is not None and p["max_requests"] is not None and p["max_requests"] < p["min_requests"]:
+            module.fail_json(msg="max_requests (%d) must be >= min_requests (%d)" % (p["max_requests"], p["min_requests"]))
+        if p["precision_levels"] is not None and any(c not in levels for c in p["precision_levels"]):
+            module.fail_json(msg="precision_levels must be levels of concurrency_levels %s; got %s" % (levels, p["precision_levels"]))
     if p["requests_per_level"] is not None and p["requests_per_level"] < 1:
         module.fail_json(msg="requests_per_level must be an integer >= 1; got %d" % p["requests_per_level"])
     if p["duration_s"] is not None and p["duration_s"] <= 0:
@@ -462,6 +568,31 @@ def requests_for(concurrency, requests_per_level, max_running=None):
     running = max(running, 1)
     wanted = max(8, 4 * concurrency)
     return running * ((wanted + running - 1) // running)
+
+
+ADAPTIVE_MIN_REQUESTS = 4
+ADAPTIVE_OPTIONS = ("stop_metric", "target_precision", "min_requests", "max_requests", "stop_bounds", "precision_levels")
+ADAPTIVE_CAP_FACTOR = 3
+
+
+def level_plan(concurrency, params, max_running=None):
+    """(requests or None for duration_s, StopRule or None, stop description) of one level."""
+    if params.get("stop", "fixed") != "adaptive":
+        if params.get("duration_s"):
+            return None, None, {"mode": "fixed"}
+        count = requests_for(concurrency, params.get("requests_per_level"), max_running)
+        return count, None, {"mode": "fixed"}
+    running = max(1, min(concurrency, max_running) if max_running else concurrency)
+    minimum = whole_rounds(max(params.get("min_requests") or ADAPTIVE_MIN_REQUESTS, concurrency), running)
+    ranked = params.get("precision_levels")
+    if ranked is not None and concurrency not in ranked:
+        return minimum, None, {"mode": "minimum"}
+    cap = params.get("max_requests") or ADAPTIVE_CAP_FACTOR * requests_for(concurrency, None, max_running)
+    cap = max(whole_rounds(cap, running), minimum)
+    metric, target = params.get("stop_metric") or "per_request", params.get("target_precision") or 0.01
+    return cap, StopRule(metric, target, minimum, running, params.get("stop_bounds")), {
+        "mode": "adaptive", "metric": metric, "target": target, "bounds": params.get("stop_bounds") or [],
+        "min_requests": minimum, "max_requests": cap}
 
 
 def _server_summary(info):
@@ -615,13 +746,19 @@ async def run_benchmark(params, levels, prompts, log=None, report=None):
             except Exception as exc:  # pylint: disable=broad-except
                 if log:
                     log("flush_cache failed: %s" % exc)
-        n_requests = None if params.get("duration_s") else requests_for(concurrency, params.get("requests_per_level"), max_running)
+        n_requests, rule, stop = level_plan(concurrency, params, max_running)
         run = LevelRun(endpoint, path, parser, make_body, concurrency, n_requests, params["warmup_requests"], params.get("duration_s"),
-                       stall_timeout=stall, reference=reference)
+                       stall_timeout=stall, reference=reference, stop_rule=rule)
         duration = await run.run()
         level = summarize_level(concurrency, run.records, duration)
         level["max_running_requests"] = max_running
         level["max_total_num_tokens"] = max_total
+        level["precision"] = level_precision(run.records, run.start, run.start + duration) if run.start is not None else None
+        stop["requests"] = len(run.records)
+        if rule is not None:
+            stop["reached"] = run.stopped_early
+            stop["why"] = (rule.reached or {}).get("why") if run.stopped_early else "cap"
+        level["stop"] = stop
         if run.stalled:
             # Nothing of a stalled level is a measurement; keep only what says why.
             level["invalid"] = run.stalled
@@ -680,7 +817,9 @@ def describe_workload(params, levels, prompts, model, max_running=None):
         "seed": params["seed"],
         "concurrency_levels": levels,
         "requests_per_level": (dict((str(c), requests_for(c, params.get("requests_per_level"), max_running)) for c in levels)
-                               if not params.get("duration_s") else None),
+                               if not params.get("duration_s") and params.get("stop", "fixed") == "fixed" else None),
+        "stop": params.get("stop", "fixed"),
+        "adaptive": (dict((k, params.get(k)) for k in ADAPTIVE_OPTIONS) if params.get("stop", "fixed") == "adaptive" else None),
         "duration_s": params.get("duration_s"),
         "warmup_requests": params["warmup_requests"],
         "prompt_count": count,
@@ -722,6 +861,13 @@ def main():
             validate_certs=dict(type="bool", default=True),
             concurrency_levels=dict(type="list", elements="raw", default=[1, 2, 4, 8, 16, 32, 64]),
             requests_per_level=dict(type="int"),
+            stop=dict(type="str", default="fixed", choices=["fixed", "adaptive"]),
+            stop_metric=dict(type="str", default="per_request", choices=["per_request", "aggregate"]),
+            target_precision=dict(type="float", default=0.01),
+            min_requests=dict(type="int"),
+            max_requests=dict(type="int"),
+            stop_bounds=dict(type="list", elements="float"),
+            precision_levels=dict(type="list", elements="int"),
             duration_s=dict(type="float"),
             warmup_requests=dict(type="int", default=2),
             seed=dict(type="int", default=0),

@@ -120,12 +120,16 @@ EXAMPLES = r'''
 
 RETURN = r'''
 plan:
-  description: One entry per step count, ascending.
+  description:
+    - One entry per step count, ascending.
+    - An entry to measure also has C(bounds), the objective's figures (tok/s) it is compared with (the best so far
+      raised by O(margin) and by O(early_stop_margin)); the sweep passes them to adaptive stopping.
   returned: always
   type: list
   elements: dict
   sample:
     - {steps: 1, action: done, reason: measured (1 repeat), missing_repeats: 0}
+    - {steps: 2, action: measure, reason: 1 of 1 repeats to measure, missing_repeats: 1, bounds: [128.3]}
     - {steps: 10, action: failed, reason: "failed to start: not_enough_memory", missing_repeats: 1}
 next_steps:
   description: The step count to measure next, or null when nothing is left to measure.

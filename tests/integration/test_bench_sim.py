@@ -322,3 +322,54 @@ def test_bench_reports_the_effective_limit_not_the_resolved_48(accuracy_sim, acc
     evaluated = sweep_decide.evaluate([{"steps": STEPS, "status": "ok", "repeats": [result]}], "agentic", 1, [1, 2])
     assert evaluated["evidence"][0]["max_running_requests"] == effective
     assert {row["max_running_requests"] for row in evaluated["table"]} == {effective}
+
+
+# Adaptive stopping (stop: adaptive) against the simulator.
+
+NOISY_PROFILE = """\
+name: bench-noisy
+timing:
+  load_time_s: 0.3
+  warmup_s: 0.05
+  jitter: 0.05
+"""
+
+
+def test_adaptive_stops_a_precise_level_early_and_measures_the_others_briefly(accuracy_sim):
+    # The deterministic profile: the median per-request rate is known at once, so concurrency 1
+    # stops at the first check the rule can make (8 requests); concurrency 4 is not ranked.
+    result, problem = run(params(accuracy_sim.url, output_len=64, stop="adaptive", stop_metric="per_request",
+                                 target_precision=0.01, precision_levels=[1]), [1, 4])
+    assert problem is None
+    c1, c4 = result["levels"]
+    assert c1["stop"]["mode"] == "adaptive" and c1["stop"]["reached"] and c1["stop"]["why"] == "precision"
+    assert c1["requests_completed"] == 8 == c1["stop"]["requests"]
+    assert c1["precision"]["per_request"]["relative"] <= 0.01
+    assert c4["stop"] == {"mode": "minimum", "requests": 4} and c4["requests_completed"] == 4
+    assert result["workload"]["stop"] == "adaptive" and result["workload"]["requests_per_level"] is None
+
+
+def test_adaptive_aggregate_stops_on_whole_rounds(accuracy_sim):
+    result, problem = run(params(accuracy_sim.url, output_len=64, stop="adaptive", stop_metric="aggregate",
+                                 target_precision=0.02), [4])
+    assert problem is None
+    level = result["levels"][0]
+    assert level["stop"]["reached"] and level["stop"]["why"] == "precision"
+    assert level["requests_completed"] % 4 == 0 and level["requests_completed"] < level["stop"]["max_requests"]
+    assert level["precision"]["aggregate"]["samples"] >= 3
+
+
+def test_adaptive_ends_at_the_cap_when_the_target_is_out_of_reach(tmp_path):
+    path = tmp_path / "noisy.yaml"
+    path.write_text(NOISY_PROFILE)
+    sim = Sim(str(path))
+    try:
+        result, problem = run(params(sim.url, output_len=64, stop="adaptive", target_precision=0.0001,
+                                     max_requests=10, precision_levels=[1]), [1])
+    finally:
+        sim.stop()
+    assert problem is None
+    level = result["levels"][0]
+    assert level["requests_completed"] == 10
+    assert level["stop"]["reached"] is False and level["stop"]["why"] == "cap"
+    assert level["precision"]["per_request"]["relative"] > 0.0001

@@ -292,3 +292,64 @@ def test_a_tie_names_the_batch_room_the_benchmark_measured():
     wins, why = sd.beats(larger, smaller, 0.02)
     assert not wins
     assert why.endswith('the smaller step count stays (less memory, more batch room: max_running_requests 13 against 9)')
+
+
+# Adaptive stopping: sglang_bench reports each level's precision; the decision uses it.
+
+def with_precision(one_run, c, metric, se):
+    """``one_run`` with sglang_bench's precision of ``metric`` at concurrency ``c`` set to ``se``."""
+    for lv in one_run['levels']:
+        if lv['concurrency'] == c:
+            lv['precision'] = {metric: {'estimate': None, 'se': se, 'half_width': 1.96 * se, 'relative': None,
+                                        'confidence': 0.95, 'samples': 8}}
+    return one_run
+
+
+def test_throughput_uses_the_reported_precision_of_the_aggregate():
+    # Steps 4 leads steps 3 by 5% at concurrency 32 (more than the 2% margin).
+    def configs(se):
+        return [ok(3, with_precision(run(3, c32=2000.0), 32, 'aggregate', se)),
+                ok(4, with_precision(run(4, c32=2100.0), 32, 'aggregate', se))]
+    # Known to +-0.5%: the lead is real.
+    assert sd.decide(configs(5.0), 'throughput')['winner'] == 4
+    # Known to about +-4% each: the lead is inside the noise and the smaller step count stays.
+    tied = sd.decide(configs(40.0), 'throughput')
+    assert tied['winner'] == 3
+    assert 'smaller step count stays' in [v for v in tied['verdicts'] if v['steps'] == 4][0]['verdict']
+    # Stored runs without a precision keep today's rule (noise only across repeats).
+    assert sd.decide([ok(3, run(3, c32=2000.0)), ok(4, run(4, c32=2100.0))], 'throughput')['winner'] == 4
+
+
+def test_agentic_uses_the_reported_precision_over_the_p10_p90_estimate():
+    # p10 = p90 in these runs: without a reported precision the estimate says "exact".
+    plain = [ok(3, run(3, c1=270.0)), ok(4, run(4, c1=280.0))]      # +3.7%
+    assert sd.decide(plain, 'agentic')['winner'] == 4
+    noisy = [ok(3, with_precision(with_precision(run(3, c1=270.0), 1, 'per_request', 8.0), 2, 'per_request', 8.0)),
+             ok(4, with_precision(with_precision(run(4, c1=280.0), 1, 'per_request', 8.0), 2, 'per_request', 8.0))]
+    assert sd.decide(noisy, 'agentic')['winner'] == 3
+
+
+def test_plan_gives_the_step_count_to_measure_the_figure_it_has_to_beat():
+    configs = [ok(1), ok(2), missing(3), missing(4)]
+    plan = sd.plan(configs, 'agentic', 1, {'margin': 0.02, 'early_stop_margin': 0.05})
+    entry = [e for e in plan if e['steps'] == 3][0]
+    assert entry['action'] == 'measure'
+    # steps 2 is the best so far (186 tok/s at c=1): beating it takes +2%, continuing +5%
+    assert entry['bounds'] == [round(186.0 * 1.02, 3), round(186.0 * 1.05, 3)]
+    first = sd.plan([missing(1), missing(2)], 'agentic', 1)[0]
+    assert first['action'] == 'measure' and first['bounds'] == []
+    assert sd.plan([ok(1), missing(2)], 'constrained', 1, {'max_ttft_p99_s': 1.0})[1]['bounds'] == []
+
+
+def test_evidence_names_the_host_that_measured_each_step_count():
+    # sweep_split: one store, several hosts; a run's result carries the host that measured it
+    # (spec_bench_result.host), a stored verdict its measured_by.
+    one, two = run(1), run(2)
+    one['result'] = {'host': 'split1'}
+    two['result'] = {'host': 'split2'}
+    lost = failed(10)
+    lost['failure']['measured_by'] = 'split2'
+    evidence = sd.evaluate([ok(1, one), ok(2, two), lost], 'agentic', 1, [1, 2, 32])['evidence']
+    assert [e.get('measured_by') for e in evidence] == [['split1'], ['split2'], ['split2']]
+    # Records without a host (stored before) just have no measured_by.
+    assert 'measured_by' not in sd.evaluate([ok(1)], 'agentic', 1, [1])['evidence'][0]

@@ -1,0 +1,189 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, llmops.sglang contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""How precisely a level measured its figures, and when adaptive stopping may end it
+(private module_utils of llmops.sglang.sglang_bench).
+
+Stdlib only and Python 3.8 compatible: it runs on the GPU host.
+
+Two figures are ranked by the sweep (module_utils/sweep_decide.py):
+
+- ``per_request``: the median per-request decode tok/s (agentic objective, concurrency 1).
+  Its standard error is the normal approximation the sweep's decision has always used:
+  sigma ~ (p90 - p10) / 2.563 and SE(median) ~ 1.2533 sigma / sqrt(n). The 95% half-width
+  uses Student's t with n - 1 degrees of freedom, so that a handful of requests does not
+  look precise.
+- ``aggregate``: output tok/s of the level (throughput objective). Requests of a closed loop
+  are not independent (a batch shares its steps), so the precision comes from batch means:
+  the measured phase is cut into windows of one request's median end-to-end time, each
+  window's rate is the tokens that arrived in it, and the half-width is t x sd / sqrt(windows).
+
+Adaptive stopping checks after each whole round, from ``min_requests`` on, whether the
+half-width relative to the figure is at most the target; the caller then stops issuing new
+requests once the round in flight is complete (requests already sent finish and count).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import math
+
+from ansible_collections.llmops.sglang.plugins.module_utils.bench_metrics import (
+    decode_rate,
+    first_last_token_times,
+    percentile,
+)
+
+METRICS = ("per_request", "aggregate")
+CONFIDENCE = 0.95
+# Fewer samples than this give no usable spread (p10/p90 of 7 requests are its extremes).
+MIN_SAMPLES = {"per_request": 8, "aggregate": 3}
+
+# Student's t, two-sided 95%, for 1..30 degrees of freedom; beyond that the normal 1.96.
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
+         2.045, 2.042)
+
+
+def t975(dof):
+    """Two-sided 95% quantile of Student's t with ``dof`` degrees of freedom (>= 1)."""
+    if dof < 1:
+        raise ValueError("degrees of freedom must be >= 1, got %r" % (dof,))
+    return _T975[dof - 1] if dof <= len(_T975) else 1.96
+
+
+def _result(metric, estimate, se, n, quantile):
+    half = quantile * se
+    return {
+        "metric": metric,
+        "estimate": estimate,
+        "se": se,
+        "half_width": half,
+        "relative": (half / estimate) if estimate else None,
+        "confidence": CONFIDENCE,
+        "samples": n,
+    }
+
+
+def median_precision(rates):
+    """Precision of the median of per-request rates, or None with fewer than MIN_SAMPLES."""
+    rates = [r for r in rates if r is not None]
+    n = len(rates)
+    if n < MIN_SAMPLES["per_request"]:
+        return None
+    sigma = (percentile(rates, 90) - percentile(rates, 10)) / 2.563
+    se = 1.2533 * sigma / math.sqrt(n)
+    return _result("per_request", percentile(rates, 50), se, n, t975(n - 1))
+
+
+def request_rates(records):
+    """Per-request decode tok/s of the completed records (as bench_metrics defines it)."""
+    rates = []
+    for rec in records:
+        if not rec.ok:
+            continue
+        t_first, t_last = first_last_token_times(rec.times, rec.counts)
+        rate = decode_rate(rec.completion_tokens, t_first, t_last)
+        if rate is not None:
+            rates.append(rate)
+    return rates
+
+
+def window_rates(records, start, end, window):
+    """Output tok/s in consecutive windows of ``window`` seconds from ``start`` (the last partial one dropped).
+
+    Tokens count when their chunk arrived, from every record given (requests still in flight too),
+    so that a window holds exactly what the server delivered in it.
+    """
+    k = int((end - start) // window) if window > 0 else 0
+    if k < 1:
+        return []
+    tokens = [0] * k
+    for rec in records:
+        prev_n = 0
+        for t, n in zip(rec.times, rec.counts):
+            if n <= prev_n:
+                continue
+            i = int((t - start) // window)
+            if 0 <= i < k:
+                tokens[i] += n - prev_n
+            prev_n = n
+    return [x / window for x in tokens]
+
+
+def aggregate_precision(records, start, end, in_flight=()):
+    """Precision of the aggregate output tok/s by batch means, or None with fewer than 3 windows.
+
+    A window lasts one request's median end-to-end time (a closed loop's requests share their
+    steps while they run together, so shorter windows would be correlated); each window's rate
+    is the tokens that arrived in it. The estimate is the level's own figure: completed tokens over the time to
+    the last completion.
+    """
+    done = [rec for rec in records if rec.ok and rec.t_end is not None]
+    if not done:
+        return None
+    e2e = sorted(rec.t_end - rec.t_send for rec in done)
+    rates = window_rates(list(records) + list(in_flight), start, end, e2e[len(e2e) // 2])
+    k = len(rates)
+    if k < MIN_SAMPLES["aggregate"]:
+        return None
+    mean = math.fsum(rates) / k
+    sd = math.sqrt(math.fsum((r - mean) ** 2 for r in rates) / (k - 1))
+    wall = max(rec.t_end for rec in done) - start
+    estimate = sum(rec.completion_tokens for rec in done) / wall if wall > 0 else mean
+    return _result("aggregate", estimate, sd / math.sqrt(k), k, t975(k - 1))
+
+
+def level_precision(records, start, end):
+    """Both figures' precision for a level's measured records ({metric: result or None})."""
+    return {
+        "per_request": median_precision(request_rates(records)),
+        "aggregate": aggregate_precision(records, start, end),
+    }
+
+
+def whole_rounds(count, running):
+    """``count`` rounded up to whole rounds of ``running`` requests (a partial last round runs a smaller batch)."""
+    running = max(1, running)
+    return running * ((count + running - 1) // running)
+
+
+class StopRule:
+    """When an adaptive level may stop: ``metric``'s relative 95% half-width <= ``target``, or its
+    95% interval excludes every one of ``bounds`` (a comparison that more requests cannot change),
+    checked on whole rounds of ``running`` requests from ``min_requests`` on."""
+
+    def __init__(self, metric, target, min_requests, running, bounds=()):
+        if metric not in METRICS:
+            raise ValueError("stop metric must be one of %s, got %r" % (", ".join(METRICS), metric))
+        self.metric = metric
+        self.target = target
+        self.min_requests = min_requests
+        self.running = max(1, running)
+        # Values the figure is compared with (the sweep: what the incumbent's figure must be beaten by).
+        self.bounds = [float(b) for b in bounds or () if b is not None]
+        self.reached = None     # the precision that ended the level, when it did
+
+    def precision(self, records, start, now, in_flight=()):
+        if self.metric == "per_request":
+            return median_precision(request_rates(records))
+        return aggregate_precision(records, start, now, in_flight)
+
+    def satisfied(self, records, start, now, in_flight=()):
+        """Whether the level may stop now: ``records`` completed, ``in_flight`` still streaming."""
+        n = len(records)
+        if n < self.min_requests or n % self.running:
+            return False
+        prec = self.precision(records, start, now, in_flight)
+        if prec is None or prec["relative"] is None:
+            return False
+        if prec["relative"] <= self.target:
+            self.reached = dict(prec, why="precision")
+            return True
+        # The comparison is already decided: the whole interval is on one side of every bound.
+        low, high = prec["estimate"] - prec["half_width"], prec["estimate"] + prec["half_width"]
+        if self.bounds and all(b < low or b > high for b in self.bounds):
+            self.reached = dict(prec, why="bounds")
+            return True
+        return False
