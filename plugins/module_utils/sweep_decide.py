@@ -39,6 +39,8 @@ DEFAULTS = {
     'throughput_concurrency': 32,
     'max_ttft_p99_s': None,
     'min_per_request_tok_s': None,
+    # Whether the sweep's benchmarks stop adaptively on the objective's ranked figure (sweep_stop adaptive).
+    'adaptive_stop': False,
 }
 
 
@@ -333,6 +335,45 @@ def _sorted_configs(configs):
     return sorted(configs, key=lambda c: c['steps'])
 
 
+def ranked_concurrency(objective, params=None):
+    """The concurrency level whose figure the objective ranks (None: constrained looks at every level)."""
+    p = _params(params)
+    return {'agentic': 1, 'throughput': p['throughput_concurrency']}.get(objective)
+
+
+def _measured_for(repeat, concurrency):
+    """Whether a stored run measured the ranked level as a ranked level: a level that adaptive stopping
+    gave only its minimum (another objective ranked another figure) is too coarse to decide on."""
+    level = _by_concurrency(repeat.get('levels')).get(concurrency)
+    return level is not None and ((level.get('stop') or {}).get('mode') != 'minimum')
+
+
+def for_objective(configs, objective, params=None):
+    """The configurations with only the runs that measured what ``objective`` ranks.
+
+    With adaptive stopping a benchmark measures the ranked level until its figure is precise and the
+    other levels to a minimum, so a run of an agentic sweep (concurrency 1 ranked) says little about
+    the concurrency-32 aggregate a throughput sweep ranks. Such runs are set aside (``set_aside``
+    counts them) and the configuration is measured again for this objective.
+    """
+    p = _params(params)
+    concurrency = ranked_concurrency(objective, p)
+    if not p['adaptive_stop'] or concurrency is None:
+        return list(configs)
+    out = []
+    for cfg in configs:
+        repeats = cfg.get('repeats') or []
+        kept = [r for r in repeats if _measured_for(r, concurrency)]
+        if len(kept) == len(repeats):
+            out.append(cfg)
+            continue
+        cfg = dict(cfg, repeats=kept, set_aside=len(repeats) - len(kept))
+        if not kept and cfg.get('status') == STATUS_OK:
+            cfg['status'] = STATUS_MISSING
+        out.append(cfg)
+    return out
+
+
 def plan(configs, objective, repeats, params=None):
     """Walk the step counts in ascending order and say what each one needs.
 
@@ -349,7 +390,7 @@ def plan(configs, objective, repeats, params=None):
     incumbent = None
     stopped = None
     blocked = False
-    for cfg in _sorted_configs(configs):
+    for cfg in _sorted_configs(for_objective(configs, objective, p)):
         steps = cfg['steps']
         have = len(cfg.get('repeats') or [])
         entry = {'steps': steps, 'missing_repeats': max(0, repeats - have)}
@@ -380,7 +421,11 @@ def plan(configs, objective, repeats, params=None):
         elif blocked:
             entry.update(action='pending', reason='waits for a smaller step count to be measured')
         else:
-            entry.update(action='measure', reason='%d of %d repeats to measure' % (entry['missing_repeats'], repeats), bounds=[])
+            why = '%d of %d repeats to measure' % (entry['missing_repeats'], repeats)
+            if cfg.get('set_aside'):
+                why += (' (%d stored run%s measured concurrency %s only to the minimum: another objective ranked another figure)'
+                        % (cfg['set_aside'], '' if cfg['set_aside'] == 1 else 's', ranked_concurrency(objective, p)))
+            entry.update(action='measure', reason=why, bounds=[])
             if incumbent is not None and incumbent['score'] is not None and objective != 'constrained':
                 entry['bounds'] = sorted(set(round(incumbent['score'] * (1 + m), 3) for m in (p['margin'], p['early_stop_margin'])))
             # Whether larger step counts run depends on this result.
@@ -475,6 +520,7 @@ def evaluate(configs, objective, repeats, concurrency_levels, params=None):
     Configurations that early stop skips (or that still wait) are marked so in the decision.
     """
     p = _params(params)
+    configs = for_objective(configs, objective, p)
     steps_plan = plan(configs, objective, repeats, p)
     by_steps = dict((e['steps'], e) for e in steps_plan)
     marked = []

@@ -93,6 +93,14 @@ options:
   min_per_request_tok_s:
     description: Lower bound of the median per-request tok/s for the V(constrained) objective.
     type: float
+  adaptive_stop:
+    description:
+      - Whether the sweep's benchmarks stop adaptively on the objective's ranked figure (C(sweep_stop=adaptive)).
+      - Then a stored run whose ranked level (concurrency 1 for V(agentic), O(throughput_concurrency) for V(throughput))
+        got only the minimum request count, because a sweep of another objective ranked another figure, does not count:
+        the step count is measured again to the precision this objective needs.
+    type: bool
+    default: false
 notes:
   - Supports check mode (it never changes anything).
 seealso:
@@ -193,11 +201,13 @@ def main():
             throughput_concurrency=dict(type='int', default=32),
             max_ttft_p99_s=dict(type='float'),
             min_per_request_tok_s=dict(type='float'),
+            adaptive_stop=dict(type='bool', default=False),
         ),
         supports_check_mode=True,
     )
     p = module.params
-    keys = ('margin', 'early_stop', 'early_stop_margin', 'throughput_concurrency', 'max_ttft_p99_s', 'min_per_request_tok_s')
+    keys = ('margin', 'early_stop', 'early_stop_margin', 'throughput_concurrency', 'max_ttft_p99_s', 'min_per_request_tok_s',
+            'adaptive_stop')
     params = dict((k, p[k]) for k in keys)
     try:
         params = sweep_decide.validate(p['objective'], p['steps'], p['concurrency_levels'], p['repeats'], params)

@@ -353,3 +353,35 @@ def test_evidence_names_the_host_that_measured_each_step_count():
     assert [e.get('measured_by') for e in evidence] == [['split1'], ['split2'], ['split2']]
     # Records without a host (stored before) just have no measured_by.
     assert 'measured_by' not in sd.evaluate([ok(1)], 'agentic', 1, [1])['evidence'][0]
+
+
+def _ranked_only(run_, ranked):
+    """A run as adaptive stopping leaves it: the ranked level adaptive, every other level its minimum."""
+    for lv in run_['levels']:
+        lv['stop'] = {'mode': 'adaptive' if lv['concurrency'] == ranked else 'minimum'}
+    return run_
+
+
+def test_an_agentic_run_does_not_decide_throughput_under_adaptive_stopping():
+    configs = [ok(s, _ranked_only(run(s), 1)) for s in (1, 2, 3, 4, 5)]
+    params = {'adaptive_stop': True, 'early_stop': False}
+    # Agentic ranks concurrency 1, which these runs measured: nothing to measure.
+    assert [e['action'] for e in sd.plan(configs, 'agentic', 1, params)] == ['done'] * 5
+    # Throughput ranks the concurrency-32 aggregate, measured only to the minimum: every step count again.
+    steps_plan = sd.plan(configs, 'throughput', 1, params)
+    assert [e['action'] for e in steps_plan] == ['measure'] * 5
+    assert 'only to the minimum' in steps_plan[0]['reason'] and 'concurrency 32' in steps_plan[0]['reason']
+    assert sd.evaluate(configs, 'throughput', 1, [1, 2, 32], params)['decision']['winner'] is None
+    # Fixed counts (adaptive_stop off) measure every level alike: the same runs decide both objectives.
+    assert sd.evaluate(configs, 'throughput', 1, [1, 2, 32], {'early_stop': False})['decision']['winner'] == 3
+
+
+def test_runs_of_both_objectives_each_decide_their_own():
+    configs = [ok(s, _ranked_only(run(s), 1), _ranked_only(run(s, c32=SEED_C32[s] * 1.001), 32)) for s in (1, 2, 3, 4, 5)]
+    params = {'adaptive_stop': True, 'early_stop': False}
+    thr = sd.evaluate(configs, 'throughput', 1, [1, 2, 32], params)
+    assert [e['action'] for e in thr['plan']] == ['done'] * 5
+    assert thr['decision']['winner'] == 3
+    # Only the throughput run counts there: its figure (x1.001), not the median with the agentic run's.
+    assert [v['score'] for v in thr['decision']['verdicts'] if v['steps'] == 3] == [pytest.approx(1979.0 * 1.001)]
+    assert sd.evaluate(configs, 'agentic', 1, [1, 2, 32], params)['decision']['winner'] == 4
