@@ -54,16 +54,18 @@ done
 python3 - "$res" "$start" "$end" $hosts <<'PY'
 import glob, json, os, sys
 res, start, end, hosts = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4:]
-ready = bench = 0.0
+ready = bench = warm = 0.0
 for h in hosts:
     for path in glob.glob(os.path.join(res, h, 'measurements', 'steps-*', 'repeat-*.json')):
         with open(path) as fh:
             doc = json.load(fh)['result']
         ready += float((doc.get('deployment') or {}).get('time_to_ready_s') or 0)
         bench += sum(float(lv.get('duration_s') or 0) for lv in doc.get('levels') or [])
+        warm += sum(float(lv.get('warmup_s') or 0) for lv in doc.get('levels') or [])
 wall = end - start
-print('\nwall time %.0f s: server restarts (start to ready) %.0f s, benchmarking %.0f s, everything else %.0f s'
-      % (wall, ready, bench, wall - ready - bench))
+other = wall - ready - bench - warm
+print('\nwall time %.0f s: server restarts (start to ready) %.0f s, benchmarking %.0f s (measured %.0f s + warm-ups %.0f s), '
+      'everything else (orchestration) %.0f s = %.0f%%' % (wall, ready, bench + warm, bench, warm, other, 100.0 * other / wall))
 PY
 
 if [ -z "${DEMO_CLEANUP:-}" ]; then

@@ -467,6 +467,7 @@ class LevelRun:
         self.start = None
         self.records = []
         self.warmup_records = []
+        self.warmup_s = 0.0  # wall time of the warm-up requests (load, but not measured)
         self.aborted = None
         self.stalled = None
         self.deadline_s = None
@@ -594,10 +595,12 @@ class LevelRun:
         self._deadline_why = None
         watchdog = asyncio.ensure_future(self._watch()) if self.stall_timeout else None
         try:
+            warm_start = _now()
             if self.warmup:
                 await self._gather([self._warm_worker() for _worker in range(min(self.concurrency, self.warmup))])
             self._next = 0
             start = self.start = _now()
+            self.warmup_s = start - warm_start
             if not self.stalled:
                 self._set_deadline()
                 deadline = start + self.duration_s if self.duration_s else None

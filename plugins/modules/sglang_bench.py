@@ -320,6 +320,10 @@ levels:
       description: Wall time of the measured phase.
       type: float
       sample: 12.5
+    warmup_s:
+      description: Wall time of the level's warm-up requests before the measured phase (load, not measured).
+      type: float
+      sample: 1.9
     output_tokens:
       description: Completion tokens of the completed requests (server's counts).
       type: int
@@ -753,6 +757,7 @@ async def run_benchmark(params, levels, prompts, log=None, report=None):
         level = summarize_level(concurrency, run.records, duration)
         level["max_running_requests"] = max_running
         level["max_total_num_tokens"] = max_total
+        level["warmup_s"] = round(run.warmup_s, 3)
         level["precision"] = level_precision(run.records, run.start, run.start + duration) if run.start is not None else None
         stop["requests"] = len(run.records)
         if rule is not None:
