@@ -531,6 +531,32 @@ class LevelRun:
             self.requests = min(self.requests, running * ((self._next + running - 1) // running))
             self.stopped_early = True
 
+    def snapshot(self):
+        """What the level has done so far, for a progress report (cheap: counts, no statistics).
+
+        ``requests_target`` is the measured count asked for (with a stop rule its cap, lowered once the
+        level is precise enough; None with ``duration_s``); ``output_tok_s`` the completion tokens of the
+        measured phase so far (finished requests and those in flight) over its elapsed time.
+        """
+        measuring = self.start is not None
+        records = self.records if measuring else self.warmup_records
+        done = len(records)
+        ok = sum(1 for rec in records if rec.ok)
+        tokens = sum(rec.completion_tokens for rec in records if rec.ok) + sum(rec.completion_tokens for rec in self._in_flight)
+        elapsed = _now() - self.start if measuring else None
+        return {
+            'phase': 'measure' if measuring else 'warmup',
+            'requests_done': done,
+            'requests_failed': done - ok,
+            'requests_target': (None if self.duration_s else self.requests) if measuring else self.warmup,
+            'adaptive': self.stop_rule is not None,
+            'in_flight': len(self._in_flight),
+            'output_tokens': tokens if measuring else None,
+            'output_tok_s': round(tokens / elapsed, 1) if measuring and elapsed > 0 else None,
+            'level_elapsed_s': round(elapsed, 1) if measuring else None,
+            'duration_s': self.duration_s,
+        }
+
     def _progress(self):
         """Chunks received so far (finished requests count whole): grows while any stream moves."""
         return self._finished_tokens + sum(len(rec.times) for rec in self._in_flight)

@@ -36,6 +36,7 @@ DEFAULTS = {
     'margin': 0.02,
     'early_stop': True,
     'early_stop_margin': 0.02,
+    'skip_after_memory_failure': True,
     'throughput_concurrency': 32,
     'max_ttft_p99_s': None,
     'min_per_request_tok_s': None,
@@ -331,6 +332,41 @@ def failure_text(failure):
     return '%s: %s' % (kind, failure.get('diagnosis') or 'unknown')
 
 
+# Start failures that say the configuration needs more GPU memory than the host has. The sweep keeps
+# one top-k (sweep_speculative_eagle_topk, part of the fingerprint: every stored configuration of a
+# plan has the same), and with the same top-k a larger step count needs more memory, never less
+# (more draft tokens per verify step: larger draft KV and CUDA-graph buffers). So a larger step
+# count would fail the same way and is skipped instead of deployed (option
+# skip_after_memory_failure). Memory ones (diagnosis.py keys, SGLang 0.5.23):
+#   not_enough_memory   the KV pool got nothing once weights, speculative buffers and graphs took theirs
+#   cuda_out_of_memory  a CUDA allocation failed while the server was starting
+#   cuda_graph_capture_failed, only when its journal evidence is an out-of-memory (0.5.23 wraps the
+#                       torch error: "Capture cuda graph failed: CUDA out of memory. ..."); a capture
+#                       can fail for other reasons (a kernel, a backend), which a larger count need not share
+# Not memory in this sense: unbalanced_memory (another process holds a GPU: says nothing about what
+# this configuration needs, and goes away once the GPU is free), bad_argument, timeout, unknown,
+# verification_mismatch; and no failure under load (kind 'load': the load, not the start, failed).
+MEMORY_DIAGNOSES = ('not_enough_memory', 'cuda_out_of_memory')
+CAPTURE_DIAGNOSIS = 'cuda_graph_capture_failed'
+_OUT_OF_MEMORY = ('out of memory', 'outofmemoryerror')
+
+
+def memory_failure(failure):
+    """The diagnosis of a start failure caused by memory (see MEMORY_DIAGNOSES), else None."""
+    failure = failure or {}
+    if failure.get('kind') == 'load':
+        return None
+    diagnosis = failure.get('diagnosis')
+    if diagnosis in MEMORY_DIAGNOSES:
+        return diagnosis
+    if diagnosis == CAPTURE_DIAGNOSIS:
+        text = ' '.join(str(t) for t in [failure.get('evidence'), failure.get('message'), failure.get('error')]
+                        + list(failure.get('journal_tail') or []) if t).lower()
+        if any(word in text for word in _OUT_OF_MEMORY):
+            return diagnosis
+    return None
+
+
 def _sorted_configs(configs):
     return sorted(configs, key=lambda c: c['steps'])
 
@@ -379,8 +415,11 @@ def plan(configs, objective, repeats, params=None):
 
     Returns a list of ``{"steps", "action", "reason", "missing_repeats"}`` (and ``"bounds"`` when measured) with action one of
     ``done`` (all repeats measured), ``failed`` (a recorded start failure), ``measure`` (repeats
-    missing), ``skip`` (early stop) or ``pending`` (depends on a step count still to be measured).
-    Measured data is always kept; early stop only saves measuring. ``bounds`` of a step count to
+    missing), ``skip`` (early stop, or a smaller step count failed to start for memory) or ``pending``
+    (depends on a step count still to be measured).
+    Measured data is always kept; early stop and the memory rule only save measuring. The memory
+    rule (``skip_after_memory_failure``) holds with early stop off too: once steps N failed to start
+    for memory (``memory_failure()``), a larger step count that never started is skipped. ``bounds`` of a step count to
     measure are the objective's figures it is compared with (the best so far raised by the margin
     and by the early-stop margin), for adaptive stopping: once the benchmark knows on which side
     of them the figure lies, more requests would not change the decision.
@@ -390,12 +429,16 @@ def plan(configs, objective, repeats, params=None):
     incumbent = None
     stopped = None
     blocked = False
+    no_memory = None    # why larger step counts would not fit (the smallest memory failure at start)
     for cfg in _sorted_configs(for_objective(configs, objective, p)):
         steps = cfg['steps']
         have = len(cfg.get('repeats') or [])
         entry = {'steps': steps, 'missing_repeats': max(0, repeats - have)}
         if cfg.get('status') == STATUS_FAILED:
             entry.update(action='failed', reason=failure_text(cfg.get('failure')))
+            memory = memory_failure(cfg.get('failure'))
+            if p['skip_after_memory_failure'] and memory and no_memory is None:
+                no_memory = 'steps %d failed to start for memory (%s); a larger step count needs more' % (steps, memory)
             if p['early_stop'] and incumbent is not None and stopped is None and not blocked:
                 stopped = 'steps %d %s' % (steps, failure_text(cfg.get('failure')))
             out.append(entry)
@@ -416,7 +459,11 @@ def plan(configs, objective, repeats, params=None):
                         incumbent = summary
             out.append(entry)
             continue
-        if stopped is not None:
+        if no_memory is not None and have == 0:
+            # Known to fail: not deployed, whatever early stop says. One that has started before
+            # (a repeat is stored) evidently fits and gets its missing repeats.
+            entry.update(action='skip', reason='skipped: %s' % no_memory)
+        elif stopped is not None:
             entry.update(action='skip', reason='skipped by early stop: %s' % stopped)
         elif blocked:
             entry.update(action='pending', reason='waits for a smaller step count to be measured')

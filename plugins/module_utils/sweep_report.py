@@ -35,7 +35,8 @@ def markdown_table(rows, winner=None):
     for r in rows:
         status = r['status']
         if r.get('note'):
-            status = '%s: %s' % (status, r['note'])
+            # A reason that already starts with the status ('skipped: steps 10 failed ...') is shown once.
+            status = r['note'] if r['note'].startswith(status) else '%s: %s' % (status, r['note'])
         if winner is not None and r['steps'] == winner and r['status'] == 'ok':
             status += ' (winner)'
         lines.append('| %s | %s | %s | %s | %s | %s | %s |' % (
@@ -128,9 +129,12 @@ def chart(path, host, evaluation):
         ax.set_title(title)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
-    failed = [c['steps'] for c in evaluation['configs'] if c.get('status') == 'failed']
-    fig.suptitle('%s: %s%s' % (host, evaluation['decision']['objective'],
-                               ('; failed: steps %s' % ', '.join(str(s) for s in failed)) if failed else ''), fontsize=9)
+    notes = []
+    for status in ('failed', 'skipped'):
+        which = [c['steps'] for c in evaluation['configs'] if c.get('status') == status]
+        if which:
+            notes.append('; %s: steps %s' % (status, ', '.join(str(s) for s in which)))
+    fig.suptitle('%s: %s%s' % (host, evaluation['decision']['objective'], ''.join(notes)), fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

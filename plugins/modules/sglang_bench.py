@@ -232,6 +232,22 @@ options:
       - Seconds to wait for another benchmark of the same server to end before failing with C(fault=busy).
     type: float
     default: 900
+  progress_file:
+    description:
+      - Path, on the host that runs the module, of a small JSON status the module keeps while it runs (replaced
+        atomically every 2 seconds and at each change of level or state, mode 0644; created with its directory
+        if missing). For a caller that runs the module asynchronously (C(async) and C(poll=0), as the
+        C(llmops.sglang.spec_bench) role does) and shows the progress while it waits.
+      - "Keys: C(state) (V(waiting) for another benchmark of the server, V(running), V(done), V(failed)), C(level)
+        (1-based) of C(levels), C(concurrency), C(phase) (V(warmup) or V(measure)), C(requests_done),
+        C(requests_failed), C(requests_target) (the level's count; with O(stop=adaptive) its cap, lowered once the
+        level is precise enough; with the warm-up its requests; null with O(duration_s)), C(adaptive),
+        C(in_flight), C(output_tokens) and C(output_tok_s) (the measured phase so far, requests in flight
+        included), C(level_elapsed_s), C(duration_s), C(levels_done), C(elapsed_s) (since the module started),
+        C(message), C(updated_at) (UTC) and C(pid)."
+      - The module never removes it (the caller does). Failing to write it does not fail the benchmark (a warning
+        says why). Not written in check mode.
+    type: path
 notes:
   - Runs with the Python standard library only (asyncio streams), on Python 3.8 or later.
   - One TCP connection per request, as SGLang's C(bench_serving) does, so TTFT includes the connect.
@@ -467,6 +483,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.bench_client import 
     post_json,
 )
 from ansible_collections.llmops.sglang.plugins.module_utils.bench_metrics import summarize_level
+from ansible_collections.llmops.sglang.plugins.module_utils.bench_progress import ProgressFile
 from ansible_collections.llmops.sglang.plugins.module_utils.bench_stopping import (
     StopRule,
     level_precision,
@@ -710,8 +727,18 @@ async def run_benchmark(params, levels, prompts, log=None, report=None):
     """The module's work, callable without Ansible (tests, benchmarks).
 
     Returns (result dict, failure message or None). ``result["fault"]`` names what
-    ended a failed run (see FAULTS), None when every request completed.
+    ended a failed run (see FAULTS), None when every request completed. ``report``, a
+    bench_progress.ProgressFile or None, is told each level and kept writing while the load runs.
     """
+    writer = asyncio.ensure_future(report.keep_writing()) if report is not None else None
+    try:
+        return await _run_benchmark(params, levels, prompts, log, report)
+    finally:
+        if writer is not None:
+            writer.cancel()
+
+
+async def _run_benchmark(params, levels, prompts, log, report):
     endpoint = Endpoint(
         params["url"], api_key=params.get("api_key"), connect_timeout=params["connect_timeout"],
         request_timeout=params["request_timeout"], validate_certs=params.get("validate_certs", True),
@@ -737,7 +764,7 @@ async def run_benchmark(params, levels, prompts, log=None, report=None):
     fault = None
     reference = None      # (median e2e s, concurrency) of the last valid level, for the overall deadline
     fastest = None        # fastest median decode tok/s seen before the current level
-    for concurrency in levels:
+    for index, concurrency in enumerate(levels, 1):
         if params.get("flush_cache", True):
             try:
                 status, text = await _bounded(post_json(endpoint, "/flush_cache", None), stall, "POST /flush_cache")
@@ -753,7 +780,11 @@ async def run_benchmark(params, levels, prompts, log=None, report=None):
         n_requests, rule, stop = level_plan(concurrency, params, max_running)
         run = LevelRun(endpoint, path, parser, make_body, concurrency, n_requests, params["warmup_requests"], params.get("duration_s"),
                        stall_timeout=stall, reference=reference, stop_rule=rule)
+        if report is not None:
+            report.level(index, concurrency, run)
         duration = await run.run()
+        if report is not None:
+            report.level_done(index)
         level = summarize_level(concurrency, run.records, duration)
         level["max_running_requests"] = max_running
         level["max_total_num_tokens"] = max_total
@@ -887,6 +918,7 @@ def main():
             stall_timeout=dict(type="float", default=30.0),
             leftover=dict(type="str", default="wait", choices=["wait", "stop"]),
             lock_timeout=dict(type="float", default=900.0),
+            progress_file=dict(type="path"),
         ),
         mutually_exclusive=[("requests_per_level", "duration_s")],
         supports_check_mode=True,
@@ -896,33 +928,53 @@ def main():
     if module.check_mode:
         module.exit_json(changed=False, levels=[], workload=workload,
                          msg="check mode: no load sent to %s (%d levels would run)" % (module.params["url"], len(levels)))
+    progress = ProgressFile(module.params["progress_file"], levels) if module.params["progress_file"] else None
+
+    def fail(**kwargs):
+        if progress is not None:
+            progress.state("failed", kwargs.get("msg"))
+        _warn_progress(module, progress)
+        module.fail_json(**kwargs)
+
     lock = ServerLock(module.params["url"])
+    if progress is not None:
+        progress.state("waiting", "waiting for any other benchmark of %s to end (leftover=%s)" % (module.params["url"], module.params["leftover"]))
     try:
         other = lock.acquire(module.params["lock_timeout"], module.params["leftover"], log=module.warn)
     except BenchmarkBusy as exc:
-        module.fail_json(msg=to_native(exc), fault="busy", workload=workload)
+        fail(msg=to_native(exc), fault="busy", workload=workload)
     name_this_process()
+    if progress is not None:
+        progress.state("running")
     try:
-        result, problem = _run_sync(run_benchmark(module.params, levels, prompts, log=module.warn))
+        result, problem = _run_sync(run_benchmark(module.params, levels, prompts, log=module.warn, report=progress))
     except StalledServer as exc:
-        module.fail_json(msg=to_native(exc), fault="stalled", workload=workload)
+        fail(msg=to_native(exc), fault="stalled", workload=workload)
     except ServerUnreachable as exc:
-        module.fail_json(msg=to_native(exc), fault="unreachable", workload=workload)
+        fail(msg=to_native(exc), fault="unreachable", workload=workload)
     except BenchError as exc:
-        module.fail_json(msg=to_native(exc), fault=None, workload=workload)
+        fail(msg=to_native(exc), fault=None, workload=workload)
     except Exception as exc:  # pylint: disable=broad-except
-        module.fail_json(msg="benchmark crashed: %s" % to_native(exc), exception=traceback.format_exc(), workload=workload)
+        fail(msg="benchmark crashed: %s" % to_native(exc), exception=traceback.format_exc(), workload=workload)
     finally:
         lock.release()
     result["leftover_pid"] = other
     if problem:
         msg = "some requests failed: %s" % problem if result["fault"] not in ("stalled", "implausible") else problem
         if module.params["fail_on_error"]:
-            module.fail_json(msg=msg, **result)
+            fail(msg=msg, **result)
         module.warn(msg)
     else:
         msg = "measured %d concurrency levels" % len(result["levels"])
+    if progress is not None:
+        progress.state("done", msg)
+    _warn_progress(module, progress)
     module.exit_json(changed=False, msg=msg, ansible_facts={"sglang_bench": result}, **result)
+
+
+def _warn_progress(module, progress):
+    if progress is not None and progress.error:
+        module.warn(progress.error)
 
 
 if __name__ == "__main__":

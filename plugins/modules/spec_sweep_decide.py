@@ -14,7 +14,8 @@ short_description: Plan a speculative-decoding step sweep and pick its winner fr
 version_added: 0.1.0
 description:
   - Reads the results that M(llmops.sglang.spec_sweep_store) saved for one host and says, for every
-    step count, whether it is measured, failed, still to measure, waiting, or skipped by early stop.
+    step count, whether it is measured, failed, still to measure, waiting, or skipped (by early stop, or
+    because a smaller step count failed to start for memory, see O(skip_after_memory_failure)).
   - Picks the winner for the objective. A larger step count wins only when it beats the best
     smaller one by more than O(margin) and by more than the measured spread (the range of either
     side's repeats, or a 95% band of the difference estimated from the runs' per-request p10-p90
@@ -83,6 +84,16 @@ options:
     description: Improvement below which early stop skips the larger step counts.
     type: float
     default: 0.02
+  skip_after_memory_failure:
+    description:
+      - Once a step count failed to start for memory (diagnosis V(not_enough_memory), V(cuda_out_of_memory), or
+        V(cuda_graph_capture_failed) whose journal shows an out-of-memory), plan the larger step counts that never
+        started as V(skip) with that reason instead of measuring them. With the same top-k a larger step count needs
+        more memory.
+      - Applies whether O(early_stop) is on or off. Failures under load and other start failures
+        (V(unbalanced_memory), V(bad_argument), V(timeout), ...) do not skip anything.
+    type: bool
+    default: true
   throughput_concurrency:
     description: Concurrency at which the V(throughput) objective compares aggregate tok/s.
     type: int
@@ -139,6 +150,8 @@ plan:
     - {steps: 1, action: done, reason: measured (1 repeat), missing_repeats: 0}
     - {steps: 2, action: measure, reason: 1 of 1 repeats to measure, missing_repeats: 1, bounds: [128.3]}
     - {steps: 10, action: failed, reason: "failed to start: not_enough_memory", missing_repeats: 1}
+    - {steps: 11, action: skip, missing_repeats: 1,
+       reason: "skipped: steps 10 failed to start for memory (not_enough_memory); a larger step count needs more"}
 next_steps:
   description: The step count to measure next, or null when nothing is left to measure.
   returned: always
@@ -198,6 +211,7 @@ def main():
             margin=dict(type='float', default=0.02),
             early_stop=dict(type='bool', default=True),
             early_stop_margin=dict(type='float', default=0.02),
+            skip_after_memory_failure=dict(type='bool', default=True),
             throughput_concurrency=dict(type='int', default=32),
             max_ttft_p99_s=dict(type='float'),
             min_per_request_tok_s=dict(type='float'),
@@ -206,8 +220,8 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    keys = ('margin', 'early_stop', 'early_stop_margin', 'throughput_concurrency', 'max_ttft_p99_s', 'min_per_request_tok_s',
-            'adaptive_stop')
+    keys = ('margin', 'early_stop', 'early_stop_margin', 'skip_after_memory_failure', 'throughput_concurrency', 'max_ttft_p99_s',
+            'min_per_request_tok_s', 'adaptive_stop')
     params = dict((k, p[k]) for k in keys)
     try:
         params = sweep_decide.validate(p['objective'], p['steps'], p['concurrency_levels'], p['repeats'], params)

@@ -89,6 +89,31 @@ def test_store_decide_report(tmp_path):
     assert run('spec_sweep_decide', decide_args)['next_steps'] == 1
 
 
+def test_decide_skips_after_a_memory_failure_and_the_report_says_why(tmp_path):
+    results = str(tmp_path / 'results')
+    fp = {'workload': 'synthetic'}
+    for steps, c1 in ((1, 123.0), (2, 186.0)):
+        run('spec_sweep_store', {'results_dir': results, 'host': 'gpu1', 'steps': steps, 'fingerprint': fp,
+                                 'result': {'levels': [level(1, c1, c1)]}})
+    run('spec_sweep_store', {'results_dir': results, 'host': 'gpu1', 'steps': 10, 'fingerprint': fp, 'state': 'failed',
+                             'failure': {'kind': 'start', 'diagnosis': 'not_enough_memory'}})
+    decide_args = {'results_dir': results, 'host': 'gpu1', 'steps': [1, 2, 10, 11], 'concurrency_levels': [1],
+                   'fingerprint': fp, 'early_stop': False}
+    res = run('spec_sweep_decide', decide_args)
+    assert [p['action'] for p in res['plan']] == ['done', 'done', 'failed', 'skip']
+    assert res['complete'] and res['next_steps'] is None and res['winner'] == 2
+    reason = 'skipped: steps 10 failed to start for memory (not_enough_memory); a larger step count needs more'
+    assert res['plan'][-1]['reason'] == reason
+    assert res['evidence'][-1]['status'] == 'skipped' and res['evidence'][-1]['verdict'] == reason
+    rep = run('spec_sweep_report', {'dest': str(tmp_path / 'report'), 'host': 'gpu1', 'evaluation': res})
+    assert '| 11 | - | - | - | - | - | %s |' % reason in rep['table']
+    with open(rep['markdown_path']) as fh:
+        assert '- steps 11 (skipped): %s' % reason in fh.read()
+    # The option off: steps 11 is measured.
+    res = run('spec_sweep_decide', dict(decide_args, skip_after_memory_failure=False))
+    assert res['plan'][-1]['action'] == 'measure' and res['next_steps'] == 11
+
+
 def test_pin_preflight_refuses_before_the_sweep_and_writes_nothing(tmp_path):
     inv = tmp_path / 'inv'
     (inv / 'host_vars').mkdir(parents=True)

@@ -1,0 +1,103 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, llmops.sglang contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The progress file of a running sglang_bench (private to llmops.sglang).
+
+Stdlib only, Python 3.8+: it runs on the host that drives the load. While a benchmark runs,
+``ProgressFile`` keeps a small JSON status in a file, replaced atomically (a reader sees the
+old status or the new one, never half), every ``every`` seconds and at each change of level or
+state, so that the caller (the spec_bench role, which runs the module asynchronously) can show
+which level runs, how many requests are done of how many, and the output tok/s so far.
+
+The document (``FIELDS``)::
+
+    {"state": "running", "level": 2, "levels": 4, "concurrency": 8, "phase": "measure",
+     "requests_done": 12, "requests_failed": 0, "requests_target": 32, "adaptive": false,
+     "in_flight": 8, "output_tokens": 6144, "output_tok_s": 1234.5, "level_elapsed_s": 5.0,
+     "duration_s": null, "levels_done": 1, "elapsed_s": 40.1, "message": null,
+     "updated_at": "2026-12-01T10:00:00Z", "pid": 4242}
+
+``state`` is ``waiting`` (for another benchmark of the same server), ``running``, ``done`` or
+``failed``; ``phase`` is ``warmup`` or ``measure``; ``requests_target`` is the level's count
+(with ``adaptive`` its cap, lowered once the level is precise enough), null with ``duration_s``.
+Writing never fails the benchmark: after an error the file is left alone (``error`` says why).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import asyncio
+import json
+import os
+import time
+
+from ansible_collections.llmops.sglang.plugins.module_utils.atomic_file import write_atomic
+
+FIELDS = ('state', 'level', 'levels', 'concurrency', 'phase', 'requests_done', 'requests_failed', 'requests_target',
+          'adaptive', 'in_flight', 'output_tokens', 'output_tok_s', 'level_elapsed_s', 'duration_s', 'levels_done',
+          'elapsed_s', 'message', 'updated_at', 'pid')
+
+DEFAULT_EVERY = 2.0
+
+
+def _utc(stamp):
+    return time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(stamp))
+
+
+class ProgressFile:
+    """Status of one benchmark in ``path`` (JSON, mode 0644: it holds no secret)."""
+
+    def __init__(self, path, levels, every=DEFAULT_EVERY, clock=time.time, write=write_atomic):
+        self.path = path
+        self.every = every
+        self._clock = clock
+        self._write = write
+        self._started = clock()
+        self._run = None
+        self.error = None
+        self.writes = 0
+        self.doc = dict((k, None) for k in FIELDS)
+        self.doc.update(state='running', levels=len(levels), levels_done=0, pid=os.getpid())
+
+    def state(self, state, message=None):
+        """A change of state (waiting, running, done, failed): written at once."""
+        self.doc.update(state=state, message=message)
+        if state in ('done', 'failed'):
+            self._run = None
+        self.write()
+
+    def level(self, index, concurrency, run):
+        """Level ``index`` (1-based) at ``concurrency`` starts; ``run`` is its bench_client.LevelRun."""
+        self._run = run
+        self.doc.update(state='running', level=index, concurrency=concurrency, levels_done=index - 1)
+        self.write()
+
+    def level_done(self, index):
+        self.doc['levels_done'] = index
+        self.write()
+
+    def snapshot(self):
+        """The document as it would be written now (the running level's figures refreshed)."""
+        now = self._clock()
+        if self._run is not None:
+            self.doc.update(self._run.snapshot())
+        self.doc.update(elapsed_s=round(now - self._started, 1), updated_at=_utc(now))
+        return dict(self.doc)
+
+    def write(self):
+        if self.error is not None:
+            return False
+        try:
+            self._write(self.path, json.dumps(self.snapshot(), sort_keys=True) + '\n', mode=0o644)
+        except (IOError, OSError) as exc:
+            self.error = 'progress_file %s could not be written: %s' % (self.path, exc)
+            return False
+        self.writes += 1
+        return True
+
+    async def keep_writing(self):
+        """Rewrite the status every ``every`` seconds until cancelled (runs beside the load)."""
+        while True:
+            await asyncio.sleep(self.every)
+            self.write()
