@@ -50,7 +50,7 @@ def cases():
         seed, sglang_service_python_source="existing", sglang_service_python="/srv/conda/envs/sglang/bin/python3")))
     out.append(("unit and host settings", dict(
         seed, sglang_service_name="sglang-matrix", sglang_service_description="Matrix", sglang_service_enabled=False,
-        sglang_service_user="llm", sglang_service_group="gpu", sglang_service_create_user=False,
+        sglang_service_user="llm", sglang_service_group="gpu", sglang_service_create_user=False, sglang_service_install=False,
         sglang_service_working_directory="/srv/llm", sglang_service_config_dir="/etc/llm",
         sglang_service_limit_nofile=65536, sglang_service_limit_memlock="infinity", sglang_service_memory_max="200G",
         sglang_service_timeout_start_sec=7200, sglang_service_timeout_stop_sec=60, sglang_service_restart="always",
