@@ -108,7 +108,7 @@ options:
     description:
       - Whether the sweep's benchmarks stop adaptively on the objective's ranked figure (C(sweep_stop=adaptive)).
       - Then a stored run whose ranked level (concurrency 1 for V(agentic), O(throughput_concurrency) for V(throughput))
-        got only the minimum request count, because a sweep of another objective ranked another figure, does not count:
+        got only the minimum request count, because a sweep of another objective ranked another figure, does not count, and
         the step count is measured again to the precision this objective needs.
     type: bool
     default: false
