@@ -29,7 +29,7 @@ def parse(argv):
 
 def run_cli(argv):
     return subprocess.run([sys.executable, "-m", "sglang_sim", "--model-path", "m", "--sim-profile", "fast"] + argv,
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, check=False)
 
 
 # -- server arguments -------------------------------------------------------------------------
@@ -161,9 +161,9 @@ def slot(cands, initial, **knobs):
 def test_ema_switches_down_when_acceptance_drops_and_logs_it():
     s, lines = slot([1, 3, 5], 5)
     assert s.ema_accept_len == 4.0  # starts at steps - 1
-    changes = [s.update([4, 4]) for _ in range(15)]  # warm-up 10, then every 5 batches
+    changes = [s.update([4, 4]) for _batch in range(15)]  # warm-up 10, then every 5 batches
     assert not any(changes) and s.current_steps == 5
-    changes = [s.update([0, 1]) for _ in range(15)]
+    changes = [s.update([0, 1]) for _batch in range(15)]
     assert changes.count(True) >= 1 and s.current_steps < 5
     assert lines[0].startswith("Adaptive spec params updated: steps 5 -> ")
     assert "(ema_accept_len=" in lines[0]
@@ -171,7 +171,7 @@ def test_ema_switches_down_when_acceptance_drops_and_logs_it():
 
 def test_decisions_only_every_update_interval_after_warmup():
     s, _lines = slot([1, 3], 3, warmup_batches=2, update_interval=3, down_hysteresis=0.5)
-    results = [s.update([0]) for _ in range(5)]
+    results = [s.update([0]) for _batch in range(5)]
     # batches 1-2 warm up, 3 and 4 are not on the interval, 5 is ((5 - 2) % 3 == 0)
     assert results == [False, False, False, False, True] and s.current_steps == 1
 
