@@ -19,15 +19,18 @@ def sglang_server_arg_vars(selection='all'):
     return server_args.role_vars(SELECTIONS[selection])
 
 
-def sglang_server_args(values, speculative):
-    """{options, expect, settings} of one deployment from {variable: value}."""
+def sglang_server_args(values, speculative, files=None):
+    """{options, expect, settings} of one deployment from {variable: value}; ``files``: {variable:
+    path} of the mappings the role renders to files (the adaptive config)."""
     if not isinstance(values, dict):
         raise AnsibleFilterError('sglang_server_args: expects a mapping of the variables of sglang_server_arg_vars, got %r' % (values,))
     missing = [name for name in server_args.role_vars() if name not in values]
     if missing:
         raise AnsibleFilterError('sglang_server_args: no value for %s' % ', '.join(missing))
     try:
-        return server_args.resolve(values, speculative)
+        if files is not None and not isinstance(files, dict):
+            raise ValueError('sglang_server_args: files must be a mapping of variables to paths, got %r' % (files,))
+        return server_args.resolve(values, speculative, files)
     except ValueError as exc:
         raise AnsibleFilterError(str(exc))
 

@@ -8,9 +8,10 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.llmops.sglang.plugins.module_utils.speculative import (
-    EAGLE_FAMILY, draft_tokens, is_eagle_family)
+    ADAPTIVE_ALGORITHMS, EAGLE_FAMILY, adaptive_candidates, adaptive_config_json, adaptive_config_problems, draft_tokens,
+    is_eagle_family)
 
-FAMILIES = {'eagle': EAGLE_FAMILY}
+FAMILIES = {'eagle': EAGLE_FAMILY, 'adaptive': ADAPTIVE_ALGORITHMS}
 
 
 def spec_algorithms(family):
@@ -35,10 +36,30 @@ def spec_draft_tokens(steps, topk, algorithm='EAGLE', num_draft_tokens=None):
         raise AnsibleFilterError('spec_draft_tokens: steps, topk and num_draft_tokens must be integers: %s' % exc)
 
 
+def spec_adaptive_problems(config, var='sglang_service_speculative_adaptive_config'):
+    """What is wrong with an adaptive config mapping (SGLang 0.5.23's rules), as messages naming ``var``."""
+    if config is None:
+        return []
+    return adaptive_config_problems(config, var)
+
+
+def spec_adaptive_candidates(config):
+    """The union of the adaptive config's candidate_steps (null: SGLang 0.5.23's built-in config)."""
+    return adaptive_candidates(config)
+
+
+def spec_adaptive_json(config):
+    """The adaptive config as the JSON file SGLang reads (string keys)."""
+    return adaptive_config_json(config)
+
+
 class FilterModule(object):
     def filters(self):
         return {
             'spec_algorithms': spec_algorithms,
             'spec_eagle_family': spec_eagle_family,
             'spec_draft_tokens': spec_draft_tokens,
+            'spec_adaptive_problems': spec_adaptive_problems,
+            'spec_adaptive_candidates': spec_adaptive_candidates,
+            'spec_adaptive_json': spec_adaptive_json,
         }

@@ -153,8 +153,20 @@ VERIFICATION_MISMATCH = {
               'compare the mismatches below with the ExecStart line.',
 }
 
+# SGLang 0.5.23 speculative_hook._maybe_disable_adaptive: logger.warning(f"speculative_adaptive disabled:
+# {reason}. Falling back to static speculative params."); the server then starts and serves static steps.
+ADAPTIVE_DISABLED_LINE = re.compile(r'speculative_adaptive disabled: (?P<reason>.*?)\.? Falling back to static speculative params')
+
+ADAPTIVE_DISABLED = {
+    'key': 'speculative_adaptive_disabled',
+    'message': 'SGLang runs static speculative decoding although --speculative-adaptive was asked for.',
+    'remedy': 'SGLang %s runs adaptive only for EAGLE, EAGLE3 or NEXTN with --speculative-eagle-topk 1 and without '
+              'attention data parallelism, multi-layer EAGLE, two-batch overlap or PD multiplexing: change what the '
+              'reason names, or set sglang_service_speculative_adaptive false.' % SGLANG_VERSION,
+}
+
 DIAGNOSIS_KEYS = tuple(d['key'] for d in DIAGNOSES) + (
-    UNKNOWN['key'], TIMEOUT['key'], VERIFICATION_MISMATCH['key'])
+    UNKNOWN['key'], TIMEOUT['key'], VERIFICATION_MISMATCH['key'], ADAPTIVE_DISABLED['key'])
 
 
 def _public(entry):
@@ -183,6 +195,24 @@ def diagnose(lines):
 def timeout_diagnosis():
     result = _public(TIMEOUT)
     result['evidence'] = None
+    return result
+
+
+def adaptive_disabled_diagnosis(lines, mismatches):
+    """The diagnosis when the server reports speculative_adaptive false although it was asked for:
+    SGLang's reason from the journal when the line is there (the evidence), else the mismatches."""
+    result = _public(ADAPTIVE_DISABLED)
+    result['evidence'] = None
+    for line in lines:
+        match = ADAPTIVE_DISABLED_LINE.search(line)
+        if match:
+            result['message'] = ('SGLang runs static speculative decoding although --speculative-adaptive was asked '
+                                 'for: %s.' % match.group('reason'))
+            result['evidence'] = line.strip()
+            break
+    if result['evidence'] is None:
+        result['message'] += ' The journal does not say why (no "speculative_adaptive disabled" line).'
+        result['evidence'] = mismatch_diagnosis(mismatches)['evidence']
     return result
 
 

@@ -43,6 +43,8 @@ KINDS = {
     'switch': 'the bare flag when true, left out when false',
     'secret': "the value, left out when null or ''; never shown or read back",
     'speculative': "the resolved speculative setting (null while speculative decoding is off), left out when null or ''",
+    'json_file': 'a mapping the role renders to a JSON file; the option is that file\'s path (``files``), left out '
+                 'when the role renders none',
 }
 
 
@@ -72,6 +74,11 @@ SERVER_ARGS = (
          'match', True, False),
     _arg('sglang_service_speculative_draft_model_path', 'speculative-draft-model-path', 'speculative', 'speculative_draft_model_path',
          None, True),
+    # SGLang 0.5.23 reports speculative_adaptive false when it disabled adaptive at start
+    # (speculative_hook._maybe_disable_adaptive): a deployment that asked for it must see it true.
+    _arg('sglang_service_speculative_adaptive', 'speculative-adaptive', 'switch', 'speculative_adaptive', 'match', True),
+    _arg('sglang_service_speculative_adaptive_config', 'speculative-adaptive-config', 'json_file', 'speculative_adaptive_config',
+         'report', True),
     # SGLang 0.5.23 reports the key back in /server_info; the collection never reads it there.
     _arg('sglang_service_api_key', 'api-key', 'secret', fingerprint=False),
     _arg('sglang_service_host', 'host', 'str', 'host', fingerprint=False),
@@ -126,8 +133,10 @@ def _bool(var, value):
     raise ValueError('%s must be a boolean; got %r' % (var, value))
 
 
-def _value(arg, raw, speculative):
+def _value(arg, raw, speculative, files):
     """The argument's value before the rule that leaves it out (None: unset)."""
+    if arg.kind == 'json_file':
+        return files.get(arg.var) or None
     if arg.kind == 'speculative':
         # The role's resolved speculative settings: algorithm in upper case, the draft tokens
         # SGLang forces, nothing at all while speculative decoding is off.
@@ -157,21 +166,23 @@ def _option(arg, value):
 
 
 def _setting(arg, raw, value):
-    """What the last good configuration keeps of it (config.json ``settings``): optional knobs as
-    they were set, the key only as set or not, everything else as deployed."""
+    """What the last good configuration keeps of it (config.json ``settings``): optional knobs and
+    rendered mappings as they were set, the key only as set or not, everything else as deployed."""
     if arg.kind == 'secret':
         return 'set' if not _unset(raw) else 'not set'
-    if arg.kind in ('opt_str', 'opt_int', 'opt_float'):
+    if arg.kind in ('opt_str', 'opt_int', 'opt_float', 'json_file'):
         return raw
     return value
 
 
-def resolve(values, speculative):
+def resolve(values, speculative, files=None):
     """The arguments of one deployment.
 
     ``values``: {role variable: value} for every ``role_vars()``; ``speculative``: the role's
     resolved speculative settings (``_sglang_service_speculative``: algorithm, num_steps,
-    eagle_topk, num_draft_tokens, draft_model_path; only ``algorithm`` while it is off).
+    eagle_topk, num_draft_tokens, draft_model_path; only ``algorithm`` while it is off);
+    ``files``: {role variable: path} of the ``json_file`` mappings the role renders (a variable
+    missing or null there renders no file and its option is left out).
 
     Returns ``options`` (the --config mapping, by flag, unset ones left out), ``expect`` (what
     /server_info must report, by key; null values are not compared) and ``settings`` (by variable).
@@ -182,11 +193,12 @@ def resolve(values, speculative):
         if not arg.var:
             continue
         raw = values[arg.var]
-        value = _value(arg, raw, speculative or {})
+        value = _value(arg, raw, speculative or {}, files or {})
         option = _option(arg, value)
         if option is not None:
             options[arg.flag] = option
-        if arg.verify == 'match':
+        # a switch is compared only when on: off is what older servers (no such key) also mean
+        if arg.verify == 'match' and not (arg.kind == 'switch' and not value):
             expect[arg.info] = value
         settings[arg.var] = _setting(arg, raw, value)
     return {'options': options, 'expect': expect, 'settings': settings}

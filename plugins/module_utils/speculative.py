@@ -50,3 +50,122 @@ def draft_tokens(steps, topk, algorithm='EAGLE', num_draft_tokens=None):
     if num_draft_tokens in (None, ''):
         return None
     return int(num_draft_tokens)
+
+
+# --- Adaptive speculative decoding (--speculative-adaptive), SGLang 0.5.23 ---------------------
+# srt/speculative/adaptive_spec_params.py and srt/arg_groups/speculative_hook.py
+# (_maybe_disable_adaptive, _init_adaptive_speculative_params).
+
+# The algorithms adaptive runs with (after NEXTN -> EAGLE); any other is disabled with a warning.
+ADAPTIVE_ALGORITHMS = ('EAGLE', 'EAGLE3', 'NEXTN')
+
+# DEFAULT_ADAPTIVE_CONFIG's candidate lists, used when no --speculative-adaptive-config is given.
+ADAPTIVE_DEFAULT_CANDIDATES = {'1': [1, 3, 5, 7], '8': [0, 1, 3], '32': [0, 1], '64': [0]}
+
+# AdaptiveStepSlot's knobs with their 0.5.23 defaults and what the collection accepts for them
+# (SGLang checks none of them: update_interval 0 divides by zero at the first decision, a non-number
+# fails at the first batch, long after the start).
+ADAPTIVE_KNOBS = {
+    'ema_alpha': (0.2, 'a number above 0 and at most 1'),
+    'update_interval': (5, 'an integer >= 1'),
+    'warmup_batches': (10, 'an integer >= 0'),
+    'up_hysteresis': (0.0, 'a number'),
+    'down_hysteresis': (-0.25, 'a number'),
+    'ceiling_coeff': (0, 'a number >= 0'),
+}
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _knob_ok(name, value):
+    if name == 'ema_alpha':
+        return _is_number(value) and 0 < value <= 1
+    if name == 'update_interval':
+        return _is_int(value) and value >= 1
+    if name == 'warmup_batches':
+        return _is_int(value) and value >= 0
+    if name == 'ceiling_coeff':
+        return _is_number(value) and value >= 0
+    return _is_number(value)
+
+
+def _key_ok(key):
+    text = str(key) if _is_int(key) else key
+    return isinstance(text, str) and text.isdigit() and int(text) >= 1
+
+
+def adaptive_config_problems(config, var='sglang_service_speculative_adaptive_config'):
+    """What is wrong with an adaptive config mapping (a list of messages naming ``var``).
+
+    Entries are keyed by a batch size >= 1 (an integer or its string; SGLang 0.5.23 reads the keys
+    that are all digits, and a batch is never 0) and hold ``candidate_steps``, a non-empty list of
+    integers >= 0, plus any of the knobs; the knobs may also stand at the top level, where SGLang
+    applies them to every entry. Anything else would be ignored by SGLang or fail it, so it is refused.
+    """
+    knobs = ', '.join('%s (%s, default %r)' % (k, ADAPTIVE_KNOBS[k][1], ADAPTIVE_KNOBS[k][0]) for k in sorted(ADAPTIVE_KNOBS))
+    if not isinstance(config, dict):
+        return ['%s must be a mapping of batch sizes to {candidate_steps: [...]} (or null for SGLang\'s built-in); got %r.'
+                % (var, config)]
+    problems = []
+    entries = 0
+    for key in config:
+        value = config[key]
+        if _key_ok(key):
+            entries += 1
+            where = '%s[%s]' % (var, key)
+            if not isinstance(value, dict):
+                problems.append('%s must be a mapping with candidate_steps; got %r.' % (where, value))
+                continue
+            steps = value.get('candidate_steps')
+            if not isinstance(steps, list) or not steps or not all(_is_int(s) and s >= 0 for s in steps):
+                problems.append('%s.candidate_steps must be a non-empty list of integers >= 0 (0: no drafting at that '
+                                'batch size); got %r.' % (where, steps))
+            for name in value:
+                if name == 'candidate_steps':
+                    continue
+                if name not in ADAPTIVE_KNOBS:
+                    problems.append('%s.%s is not a knob of SGLang 0.5.23\'s adaptive config; allowed: candidate_steps, %s.'
+                                    % (where, name, knobs))
+                elif not _knob_ok(name, value[name]):
+                    problems.append('%s.%s must be %s; got %r.' % (where, name, ADAPTIVE_KNOBS[name][1], value[name]))
+        elif key in ADAPTIVE_KNOBS:
+            if not _knob_ok(key, value):
+                problems.append('%s.%s must be %s; got %r.' % (var, key, ADAPTIVE_KNOBS[key][1], value))
+        else:
+            problems.append('%s: %r is neither a batch size (an integer >= 1) nor a knob (%s).' % (var, key, knobs))
+    if not entries and not problems:
+        problems.append('%s needs at least one batch-size entry, e.g. {1: {candidate_steps: [3, 4]}}; got %r.' % (var, config))
+    return problems
+
+
+def adaptive_candidates(config):
+    """The union of every entry's candidate_steps, sorted: what --speculative-num-steps must be one
+    of (0.5.23 resolve_candidate_steps_from_config; the built-in lists when ``config`` is None)."""
+    if config is None:
+        entries = ADAPTIVE_DEFAULT_CANDIDATES
+    else:
+        entries = dict((k, v.get('candidate_steps') or []) for k, v in config.items()
+                       if _key_ok(k) and isinstance(v, dict))
+    union = set()
+    for steps in entries.values():
+        union.update(s for s in steps if _is_int(s))
+    return sorted(union)
+
+
+def adaptive_config_json(config):
+    """The file SGLang reads (--speculative-adaptive-config): the mapping with string keys."""
+    import json
+
+    def norm(value):
+        if isinstance(value, dict):
+            return dict((str(k), norm(v)) for k, v in value.items())
+        if isinstance(value, (list, tuple)):
+            return [norm(v) for v in value]
+        return value
+    return json.dumps(norm(config), indent=2, sort_keys=True) + '\n'

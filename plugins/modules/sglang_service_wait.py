@@ -25,7 +25,9 @@ description:
     C(timeout).
   - Once ready it reads C(/server_info) (C(/get_server_info) on servers older than SGLang 0.5.23,
     which deprecates that name) and compares it with O(expect); any difference fails with the
-    diagnosis C(verification_mismatch).
+    diagnosis C(verification_mismatch), except a server that reports C(speculative_adaptive) false although
+    O(expect) has it true (SGLang 0.5.23 turns adaptive off at start and only logs why), which fails as
+    C(speculative_adaptive_disabled) with SGLang's reason from the journal.
   - Failures return the same keys as success plus C(diagnosis), so that a C(rescue) can read them
     from C(ansible_failed_result).
 author:
@@ -147,7 +149,8 @@ diagnosis:
     key:
       description: >-
         One of bad_argument (SGLang 0.5.23's parser refused a flag; names the valid spelling), not_enough_memory,
-        cuda_graph_capture_failed, cuda_out_of_memory, unbalanced_memory, timeout, verification_mismatch, unknown.
+        cuda_graph_capture_failed, cuda_out_of_memory, unbalanced_memory, timeout, verification_mismatch,
+        speculative_adaptive_disabled, unknown.
       type: str
     message:
       description: What happened.
@@ -182,7 +185,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.urls import open_url
 from ansible_collections.llmops.sglang.plugins.module_utils.diagnosis import (
-    diagnose, mismatch_diagnosis, timeout_diagnosis)
+    adaptive_disabled_diagnosis, diagnose, mismatch_diagnosis, timeout_diagnosis)
 from ansible_collections.llmops.sglang.plugins.module_utils import server_info as sinfo
 from ansible_collections.llmops.sglang.plugins.module_utils import server_args
 from ansible_collections.llmops.sglang.plugins.module_utils.speculative import resolved_algorithm
@@ -352,8 +355,13 @@ def main():
     result['server_info'] = dict((k, info.get(k)) for k in sorted(set(p['expect']) | set(server_args.REPORTED_INFO_KEYS)))
     result['mismatches'] = compare(p['expect'], info)
     if result['mismatches']:
+        lines = read_journal()
+        if [m for m in result['mismatches'] if m['key'] == 'speculative_adaptive']:
+            # SGLang 0.5.23 turns adaptive off at start and only logs why: say so with its reason.
+            fail('is ready but runs static speculative decoding although adaptive was deployed.',
+                 adaptive_disabled_diagnosis(lines, result['mismatches']), lines)
         fail('is ready but runs a different configuration than deployed.',
-             mismatch_diagnosis(result['mismatches']), read_journal())
+             mismatch_diagnosis(result['mismatches']), lines)
 
     result['ready'] = True
     result['waited_s'] = round(time.monotonic() - started, 2)

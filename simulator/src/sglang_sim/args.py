@@ -17,6 +17,8 @@ import os
 import re
 from decimal import Decimal
 
+from sglang_sim import adaptive
+
 log = logging.getLogger("sglang_sim")
 
 CONTRACT_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "sglang-contract.json")
@@ -191,6 +193,8 @@ def resolve(args):
     for name in ("max_running_requests", "cuda_graph_max_bs_decode", "cuda_graph_max_bs_prefill", "context_length",
                  "speculative_num_steps",
                  "speculative_eagle_topk", "speculative_num_draft_tokens"):
+        if name == "speculative_num_steps" and args.speculative_adaptive:
+            continue  # 0 (no drafting) is a step count adaptive may start with; checked below
         value = getattr(args, name)
         if value is not None and value < 1:
             raise ValueError("--%s must be >= 1, got %d" % (name.replace("_", "-"), value))
@@ -209,6 +213,18 @@ def resolve(args):
             raise ValueError("sglang-sim does not simulate --speculative-algorithm %s (it simulates %s)"
                              % (name, ", ".join(SIMULATED_ALGORITHMS)))
         args.speculative_algorithm = CONTRACT["speculative_algorithms"]["aliases"].get(name, name)
+    if args.speculative_adaptive:
+        # SGLang 0.5.23 speculative_hook.handle_speculative_decoding, after the alias NEXTN -> EAGLE and
+        # before the algorithm's own handler: _maybe_disable_adaptive, then _init_adaptive_speculative_params
+        # (which reads the config file: its errors stop the server here).
+        reason = adaptive.unsupported_reason(args)
+        if reason is not None:
+            warnings.append(adaptive.disabled_warning(reason))
+            args.speculative_adaptive = False
+        else:
+            adaptive.init_server_args(args)
+    if not args.speculative_adaptive and args.speculative_num_steps is not None and args.speculative_num_steps < 1:
+        raise ValueError("--speculative-num-steps must be >= 1, got %d" % args.speculative_num_steps)
     # SGLang 0.5.x ServerArgs._handle_speculative_decoding
     if args.speculative_algorithm in ("EAGLE", "EAGLE3", "STANDALONE", "NGRAM"):
         if args.max_running_requests is None:

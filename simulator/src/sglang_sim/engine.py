@@ -14,7 +14,7 @@ import math
 import random
 import time
 
-from sglang_sim import models
+from sglang_sim import adaptive, models
 from sglang_sim.vocab import FALLBACK_WORDS
 
 # Token text: one word per token (see vocab.py: the tokenizer's single-token words, or a
@@ -28,7 +28,7 @@ class Request(object):
 
     __slots__ = (
         "rid", "prompt_tokens", "cached_tokens", "max_new_tokens", "target_len", "greedy", "ignore_eos",
-        "sink", "completion_tokens", "verify_ct", "accepted_drafts", "acc_state", "word_pos", "text",
+        "sink", "completion_tokens", "verify_ct", "accepted_drafts", "proposed_drafts", "acc_state", "word_pos", "text",
         "t_arrival", "t_first", "t_last", "finished", "finish_reason", "aborted", "done", "stream_offset", "words",
     )
 
@@ -45,6 +45,7 @@ class Request(object):
         self.completion_tokens = 0
         self.verify_ct = 0
         self.accepted_drafts = 0
+        self.proposed_drafts = 0  # verify passes x (draft tokens - 1) of the step counts it ran with
         self.acc_state = 0.0
         self.word_pos = word_pos
         self.text = ""
@@ -135,6 +136,22 @@ class Engine(object):
             True: models.AcceptSampler(profile, cfg, True, self.rng),
             False: models.AcceptSampler(profile, cfg, False, self.rng),
         }
+        # --speculative-adaptive (SGLang 0.5.23 AdaptiveController): the step count of each decode
+        # batch is its entry's current one; every candidate has its runtime state (sampler, step time).
+        self.policy = None
+        self.active_steps = cfg.steps
+        self.adaptive_switches = 0
+        self._state_cfgs = {}
+        self._state_samplers = {}
+        if cfg.adaptive is not None and cfg.spec:
+            self.policy = adaptive.Policy(cfg.adaptive, plan.get("graph_bs"), log=self.log)
+            for steps in cfg.adaptive.candidates:
+                state_cfg = self._state_cfgs[steps] = cfg.with_steps(steps)
+                self._state_samplers[steps] = {
+                    True: models.AcceptSampler(profile, state_cfg, True, self.rng),
+                    False: models.AcceptSampler(profile, state_cfg, False, self.rng),
+                }
+            self.samplers = self._state_samplers[self.active_steps]
         self.jitter = profile["timing"]["jitter"]
         self.prefix_cache = {}
         self.radix = True
@@ -206,9 +223,11 @@ class Engine(object):
 
     # -- the loop -------------------------------------------------------------------------
     def _step_time(self, batch):
-        base = self._step_table.get(batch)
+        key = (self.active_steps, batch)
+        base = self._step_table.get(key)
         if base is None:
-            base = self._step_table[batch] = models.step_time_s(self.profile, self.cfg, batch)
+            cfg = self._state_cfgs.get(self.active_steps, self.cfg)
+            base = self._step_table[key] = models.step_time_s(self.profile, cfg, batch)
         if self.jitter:
             return base * max(0.5, self.rng.gauss(1.0, self.jitter))
         return base
@@ -231,6 +250,9 @@ class Engine(object):
                 self._prefill_done(time.time())
                 continue
             batch = len(self.running)
+            if self.policy is not None:
+                # 0.5.23 EAGLEWorkerV2.forward_batch_generation: activate_step_by_batch before drafting
+                self._activate(self.policy.steps_for_batch(batch))
             due += self._step_time(batch)
             await asyncio.sleep(max(0.0, due - loop.time()))
             self._decode_step(time.time())
@@ -275,18 +297,34 @@ class Engine(object):
         used = sum(r.prompt_tokens + r.completion_tokens for r in self.running)
         return used / float(self.max_total_num_tokens) if self.max_total_num_tokens else 0.0
 
+    def _activate(self, steps):
+        """0.5.23 AdaptiveController._activate -> EAGLEWorkerV2.apply_runtime_state (its log line)."""
+        if steps == self.active_steps:
+            return
+        self.log("Switch adaptive runtime state: steps %d -> %d, draft_tokens %d -> %d"
+                 % (self.active_steps, steps, self.active_steps + 1, steps + 1))
+        self.active_steps = steps
+        self.adaptive_switches += 1
+        self.samplers = self._state_samplers[steps]
+
     def _decode_step(self, now):
         spec = self.cfg.spec
         keep = []
         emitted = 0
         samplers = self.samplers
+        steps = self.active_steps
+        correct = [] if self.policy is not None else None
         for req in self.running:
             if req.aborted:
                 continue
             if spec:
+                # steps 0 (adaptive): a one-token verify pass, no drafts (0.5.23 _build_trivial_verify_input)
                 n, req.acc_state = samplers[req.greedy].draw(req.acc_state)
                 req.verify_ct += 1
                 req.accepted_drafts += n - 1
+                req.proposed_drafts += steps
+                if correct is not None:
+                    correct.append(n - 1)
                 self._interval_verify += 1
                 self._interval_accepted += n
             else:
@@ -302,6 +340,11 @@ class Engine(object):
             else:
                 req.sink(req, piece, False)
                 keep.append(req)
+        if correct:
+            # 0.5.23 batch_result_processor -> on_verify_complete_cpu(num_correct_drafts_per_req, len(batch.reqs))
+            new_steps = self.policy.on_verify_complete(correct, len(correct))
+            if new_steps is not None:
+                self._activate(new_steps)
         self.running = keep
         self.stats.generation_tokens_total += emitted
         self._interval_tokens += emitted
@@ -326,7 +369,7 @@ class Engine(object):
             self._interval_accepted = 0
             if self.stats.verify_ct_total:
                 self.stats.avg_spec_accept_length = self.stats.accepted_total / float(self.stats.verify_ct_total)
-                self.stats.spec_accept_rate = (self.stats.avg_spec_accept_length - 1) / float(self.cfg.steps)
+                self.stats.spec_accept_rate = (self.stats.avg_spec_accept_length - 1) / float(max(1, self.active_steps))
             msg += "accept len: %.2f, accept rate: %.2f, " % (interval_accept, self.stats.spec_accept_rate)
         msg += "cuda graph: %s, gen throughput (token/s): %.2f, #queue-req: %d, " % (
             len(self.running) <= max(self.plan.get("capture_bs") or [0]), self.stats.last_gen_throughput, len(self.waiting))

@@ -38,6 +38,8 @@ list each further position multiplies the last value by ``tail_decay``. A decode
 import bisect
 import math
 
+from sglang_sim import adaptive as adaptive_mod
+
 GIB = float(1 << 30)
 
 # bytes of one KV element relative to 16-bit, for SGLang 0.5.23's --kv-cache-dtype choices (the
@@ -62,7 +64,7 @@ class SimConfig(object):
     def __init__(self, tp_size=1, dp_size=1, kv_cache_dtype="auto", mem_fraction_static=None,
                  max_running_requests=None, cuda_graph_max_bs=None, context_length=None,
                  chunked_prefill_size=None, speculative_algorithm=None, speculative_num_steps=None,
-                 speculative_eagle_topk=None, speculative_num_draft_tokens=None):
+                 speculative_eagle_topk=None, speculative_num_draft_tokens=None, adaptive=None):
         self.tp_size = tp_size
         self.dp_size = dp_size
         self.kv_cache_dtype = kv_cache_dtype
@@ -75,14 +77,18 @@ class SimConfig(object):
         self.speculative_num_steps = speculative_num_steps
         self.speculative_eagle_topk = speculative_eagle_topk
         self.speculative_num_draft_tokens = speculative_num_draft_tokens
+        # an adaptive.Schedule with --speculative-adaptive (SGLang 0.5.23), else None
+        self.adaptive = adaptive
 
     @property
     def spec(self):
+        if self.adaptive is not None:
+            return bool(self.speculative_algorithm)
         return bool(self.speculative_algorithm) and bool(self.speculative_num_steps)
 
     @property
     def steps(self):
-        return self.speculative_num_steps if self.spec else 0
+        return (self.speculative_num_steps or 0) if self.spec else 0
 
     @property
     def topk(self):
@@ -95,6 +101,25 @@ class SimConfig(object):
             return 1
         return self.speculative_num_draft_tokens or (self.speculative_num_steps + 1)
 
+    @property
+    def max_draft_tokens(self):
+        """The draft tokens the buffers are sized for: with adaptive, the largest candidate's + 1
+        (0.5.23 spec_info.resolve_max_speculative_num_draft_tokens)."""
+        if self.adaptive is not None and self.spec:
+            return max(self.adaptive.candidates) + 1
+        return self.draft_tokens
+
+    def with_steps(self, steps):
+        """A static copy running ``steps`` draft steps (topk 1; 0 = no drafting, one token per
+        step and no draft pass), for the step-time and acceptance models of an adaptive state."""
+        cfg = SimConfig(tp_size=self.tp_size, dp_size=self.dp_size, kv_cache_dtype=self.kv_cache_dtype,
+                        mem_fraction_static=self.mem_fraction_static, max_running_requests=self.max_running_requests,
+                        cuda_graph_max_bs=self.cuda_graph_max_bs, context_length=self.context_length,
+                        chunked_prefill_size=self.chunked_prefill_size, speculative_algorithm=self.speculative_algorithm,
+                        speculative_num_steps=steps, speculative_eagle_topk=self.speculative_eagle_topk,
+                        speculative_num_draft_tokens=steps + 1 if steps else None)
+        return cfg
+
     @classmethod
     def for_steps(cls, profile, steps, **kwargs):
         """The seed's launch line with ``steps`` draft steps (topk 1, MTP), for predictions."""
@@ -106,6 +131,22 @@ class SimConfig(object):
             cfg.speculative_num_draft_tokens = steps + 1
             if cfg.max_running_requests is None:
                 cfg.max_running_requests = 48
+        return cfg
+
+    @classmethod
+    def for_schedule(cls, profile, schedule, **kwargs):
+        """The seed's launch line with --speculative-adaptive and ``schedule`` (an adaptive.Schedule
+        or a mapping such as {"1": [4], "16": [3]}), for predictions."""
+        if not isinstance(schedule, adaptive_mod.Schedule):
+            schedule = adaptive_mod.Schedule.from_mapping(schedule)
+        steps = schedule.initial_steps
+        cfg = cls(tp_size=profile["hardware"]["gpu_count"], adaptive=schedule, **kwargs)
+        cfg.speculative_algorithm = "EAGLE"
+        cfg.speculative_num_steps = steps
+        cfg.speculative_eagle_topk = 1
+        cfg.speculative_num_draft_tokens = steps + 1
+        if cfg.max_running_requests is None:
+            cfg.max_running_requests = 48
         return cfg
 
 
@@ -130,12 +171,16 @@ def memory_plan(profile, cfg):
     frac = cfg.mem_fraction_static if cfg.mem_fraction_static is not None else mem["default_mem_fraction_static"]
     graph_max_bs = cfg.cuda_graph_max_bs if cfg.cuda_graph_max_bs is not None else mem["default_cuda_graph_max_bs"]
     dt = cfg.draft_tokens
+    # buffers and per-request state are sized for the largest draft-token count (adaptive: the
+    # largest candidate's, SGLang 0.5.23 resolve_max_speculative_num_draft_tokens)
+    dt_max = cfg.max_draft_tokens
     plan = {
         "error": None,
         "total_gib": total,
         "mem_fraction_static": frac,
         "cuda_graph_max_bs": graph_max_bs,
         "draft_tokens": dt,
+        "max_draft_tokens": dt_max,
     }
     avail0 = total - hw["runtime_overhead_gib"]
     weights = (model["weights_gib"] + (model["draft_weights_gib"] if cfg.spec else 0.0)) / tp
@@ -149,13 +194,13 @@ def memory_plan(profile, cfg):
     rest = (avail0 - weights) - total * (1.0 - frac)
     spec_buffers = 0.0
     if cfg.spec:
-        spec_buffers = mem["spec_buffer_mib_per_graph_token"] * graph_max_bs * dt / 1024.0
+        spec_buffers = mem["spec_buffer_mib_per_graph_token"] * graph_max_bs * dt_max / 1024.0
     plan["spec_buffers_gib"] = spec_buffers
     rest -= spec_buffers
     plan["pool_gib"] = rest
 
     # recurrent-state pool (hybrid models); 0 MiB per request means a pure attention model
-    state_per_req_mib = (model["state_mib_per_request"] + (model["state_mib_per_draft_token"] * dt if cfg.spec else 0.0)) / tp
+    state_per_req_mib = (model["state_mib_per_request"] + (model["state_mib_per_draft_token"] * dt_max if cfg.spec else 0.0)) / tp
     mamba_slots = None
     mamba_gib = 0.0
     if state_per_req_mib > 0 and rest > 0:
@@ -194,6 +239,25 @@ def memory_plan(profile, cfg):
     capture_max = max(1, min(graph_max_bs, mrr))
     plan["capture_bs"] = capture_batch_sizes(capture_max)
     graph_gib = (mem["cuda_graph_base_mib"] + mem["cuda_graph_mib_per_graph_token"] * capture_max * dt) / 1024.0
+    plan["initial_graph_gib"] = graph_gib
+    plan["adaptive_states"] = []
+    if cfg.adaptive is not None and cfg.spec:
+        # SGLang 0.5.23 AdaptiveController.init_states: one runtime state (draft and target-verify
+        # CUDA graphs) per further candidate, captured only for the batch sizes whose entry can
+        # reach it (cuda_graph_bs_for_step over the configured decode batch sizes, then capped at
+        # max_running_requests as every capture is); a step count no batch size reaches gets none.
+        routing_bs = capture_batch_sizes(graph_max_bs)
+        plan["graph_bs"] = routing_bs
+        for steps in cfg.adaptive.candidates:
+            if steps == cfg.steps:
+                continue
+            reach = cfg.adaptive.graph_bs_for_step(steps, routing_bs)
+            captured = sorted(set(min(bs, capture_max) for bs in reach))
+            gib = ((mem["cuda_graph_base_mib"] + mem["cuda_graph_mib_per_graph_token"] * max(captured) * (steps + 1)) / 1024.0
+                   if captured else 0.0)
+            plan["adaptive_states"].append({"steps": steps, "draft_tokens": steps + 1, "capture_bs": captured, "graph_gib": gib,
+                                            "capture_share": len(captured) / float(len(plan["capture_bs"]))})
+            graph_gib += gib
     free_outside = total * (1.0 - frac) - hw["runtime_overhead_gib"] - mem["activation_reserve_gib"]
     plan["cuda_graph_gib"] = graph_gib
     plan["graph_room_gib"] = free_outside
@@ -201,6 +265,15 @@ def memory_plan(profile, cfg):
     plan["avail_after_graph_gib"] = plan["avail_after_pools_gib"] - graph_gib
     if graph_gib > free_outside:
         plan["error"] = "cuda_graph_capture_failed"
+        # which capture ran out: None = the startup graphs, i = adaptive_states[i]
+        plan["graph_failed_state"] = None
+        used = plan["initial_graph_gib"]
+        if used <= free_outside:
+            for i, state in enumerate(plan["adaptive_states"]):
+                used += state["graph_gib"]
+                if used > free_outside:
+                    plan["graph_failed_state"] = i
+                    break
     return plan
 
 
@@ -292,8 +365,12 @@ def predict(profile, cfg, concurrency, input_len=128, output_len=512, greedy=Tru
     if plan["error"]:
         return {"error": plan["error"], "memory": plan}
     running = max(1, min(concurrency, plan["max_running_requests"]))
-    accept = expected_accept_length(profile, cfg, greedy)
-    step = step_time_s(profile, cfg, running)
+    adaptive_info = None
+    if cfg.adaptive is not None and cfg.spec:
+        accept, step, adaptive_info = adaptive_rates(profile, cfg, plan, running, greedy)
+    else:
+        accept = expected_accept_length(profile, cfg, greedy)
+        step = step_time_s(profile, cfg, running)
     # decode steps after the prefill token; the last step is cut at max_new_tokens
     decode_tokens = max(0, output_len - 1)
     steps_needed = decode_tokens / accept + (0.5 * (1.0 - 1.0 / accept) if decode_tokens else 0.0)
@@ -323,5 +400,27 @@ def predict(profile, cfg, concurrency, input_len=128, output_len=512, greedy=Tru
         "aggregate_output_tok_s": aggregate,
         "per_request_tok_s_staggered": per_request_staggered,
         "aggregate_output_tok_s_staggered": aggregate_staggered,
+        "adaptive": adaptive_info,
         "memory": plan,
     }
+
+
+def adaptive_rates(profile, cfg, plan, running, greedy=True):
+    """(accept length, step time, details) of an adaptive server with ``running`` requests: the
+    batch is padded to the decode CUDA-graph batch sizes and routed to its entry (0.5.23
+    AdaptiveSpeculativeParams._route); the entry's EMA settles where each step count's expected
+    accepted drafts put it (adaptive.steady_steps; a cycle is averaged over its step counts, each
+    held for update_interval batches)."""
+    schedule = cfg.adaptive
+    padded = adaptive_mod.pad_to_graph_bs(running, plan.get("graph_bs"))
+    key = schedule.key_for(padded)
+    cands, knobs = schedule.entries[key]
+
+    def drafts(steps):
+        return expected_accept_length(profile, cfg.with_steps(steps), greedy) - 1.0
+
+    settled = adaptive_mod.steady_steps(cands, knobs, schedule.initial_for(key), drafts)
+    accepts = [expected_accept_length(profile, cfg.with_steps(s), greedy) for s in settled]
+    steps_t = [step_time_s(profile, cfg.with_steps(s), running) for s in settled]
+    details = {"padded_batch": padded, "entry": str(key), "steps": settled}
+    return sum(accepts) / len(accepts), sum(steps_t) / len(steps_t), details

@@ -15,7 +15,7 @@ import time
 
 from aiohttp import web
 
-from sglang_sim import SGLANG_VERSION, __version__, models, vocab
+from sglang_sim import SGLANG_VERSION, __version__, adaptive, models, vocab
 from sglang_sim.args import server_args_dict
 from sglang_sim.engine import Engine
 
@@ -244,7 +244,10 @@ class SimServer(object):
         st = self.engine.stats
         state = self.resolved_args()
         graph = dict.fromkeys(("prefill", "decode", "target_verify", "draft_prefill", "draft_decode", "draft_extend"), 0.0)
-        graph["decode"] = round(self.plan.get("cuda_graph_gib", 0.0), 3)
+        graph["decode"] = round(self.plan.get("initial_graph_gib", self.plan.get("cuda_graph_gib", 0.0)), 3)
+        if self.plan.get("adaptive_states"):
+            # 0.5.23 build_adaptive_runtime_state adds each further state's graphs to target_verify
+            graph["target_verify"] = round(sum(st["graph_gib"] for st in self.plan["adaptive_states"]), 3)
         state.update({
             "world_size": self.cfg.tp_size * max(1, self.cfg.dp_size),
             "startup_time": self.startup_time,
@@ -258,6 +261,18 @@ class SimServer(object):
         # Present once the first 40-decode-step interval has been counted (_average_accept_length).
         if self.cfg.spec and st.avg_spec_accept_length is not None:
             state["avg_spec_accept_length"] = st.avg_spec_accept_length
+        engine = self.engine
+        if engine.policy is not None:
+            # 0.5.23 internal_states are resolved_server_args_dict(): the resolved args with the runtime
+            # overrides laid over them, and apply_runtime_state overrides speculative_num_steps and
+            # speculative_num_draft_tokens on every switch ("adaptive_spec.restore"); so here they are
+            # the step count of the last decode batch, while the top level keeps the startup value.
+            if engine.adaptive_switches:
+                state["speculative_num_steps"] = engine.active_steps
+                state["speculative_num_draft_tokens"] = engine.active_steps + 1
+            # Not in SGLang (it exposes no per-entry state): each entry's current step count.
+            state["sim_speculative_adaptive"] = {"active_steps": engine.active_steps, "switches": engine.adaptive_switches,
+                                                 "entries": engine.policy.state()}
         return state
 
     async def server_info(self, request):
@@ -395,7 +410,7 @@ class SimServer(object):
             # 0.5.23 _calculate_spec_decoding_metrics: on the finished output only, and only when
             # the request went through at least one verify pass.
             if self.cfg.spec and req.verify_ct > 0:
-                proposed = req.verify_ct * (self.cfg.draft_tokens - 1)
+                proposed = req.proposed_drafts
                 meta["spec_accept_rate"] = req.accepted_drafts / float(proposed) if proposed else 0.0
                 meta["spec_accept_length"] = req.completion_tokens / float(req.verify_ct)
                 meta["spec_num_correct_drafts"] = req.accepted_drafts
@@ -804,6 +819,11 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
             return 1
         log.tp("Load weight end. type=%s, dtype=torch.bfloat16, avail mem=%.2f GB, mem usage=%.2f GB."
                % (profile["model"]["architecture"], plan["avail_after_weights_gib"], plan["weights_gib"]))
+        if cfg.adaptive is not None and cfg.spec:
+            # 0.5.23 AdaptiveSpeculativeParams.__init__ (the first entry's slot), in the EAGLE worker's init
+            first = cfg.adaptive.keys[0]
+            log.tp("AdaptiveSpeculativeParams initialized: steps=%d, candidate_steps=%s"
+                   % (cfg.adaptive.initial_for(first), cfg.adaptive.entries[first][0]))
         await _phase(load * 0.05)
         if plan["error"] == "not_enough_memory":
             _scheduler_crash(log, "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
@@ -820,14 +840,28 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
         log.tp("Capture cuda graph begin. This can take up to several minutes. avail mem=%.2f GB" % plan["avail_after_pools_gib"])
         log.tp("Capture cuda graph bs %s" % plan["capture_bs"])
         await _phase(load * 0.35)
-        if plan["error"] == "cuda_graph_capture_failed":
+        failed_state = plan.get("graph_failed_state")
+        if plan["error"] == "cuda_graph_capture_failed" and failed_state is None:
             _scheduler_crash(log, "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate %.2f GiB.\n%s"
                              % (plan["cuda_graph_gib"], CUDA_GRAPH_FAILED_SOLUTIONS), "init_device_graphs")
             log.raw("[sglang-sim] CUDA graphs need %.2f GiB, %.2f GiB is left outside the static pool after activations"
                     % (plan["cuda_graph_gib"], plan["graph_room_gib"]))
             return 1
+        initial_gib = plan.get("initial_graph_gib", plan["cuda_graph_gib"])
         log.tp("Capture cuda graph end. Time elapsed: %.2f s. mem usage=%.2f GB. avail mem=%.2f GB."
-               % (load * 0.35, plan["cuda_graph_gib"], plan["avail_after_graph_gib"]))
+               % (load * 0.35, initial_gib, plan["avail_after_pools_gib"] - initial_gib))
+        # 0.5.23 EAGLEWorkerV2.init_cuda_graphs -> AdaptiveController.init_states: a runtime state per
+        # further candidate, its graphs captured for the batch sizes that reach it (more start time).
+        for i, state in enumerate(plan.get("adaptive_states") or []):
+            capture_s = load * 0.35 * state["capture_share"]
+            await _phase(capture_s)
+            if failed_state == i:
+                _scheduler_crash(log, "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate %.2f GiB.\n%s"
+                                 % (state["graph_gib"], CUDA_GRAPH_FAILED_SOLUTIONS), "init_device_graphs")
+                log.raw("[sglang-sim] CUDA graphs of %d adaptive states need %.2f GiB, %.2f GiB is left outside the static pool "
+                        "after activations" % (len(plan["adaptive_states"]) + 1, plan["cuda_graph_gib"], plan["graph_room_gib"]))
+                return 1
+            log.tp("Built adaptive runtime state steps=%d: elapsed=%.2fs, mem=%.2fGB" % (state["steps"], capture_s, state["graph_gib"]))
         context_len = cfg.context_length or profile["model"]["context_length"]
         log.tp("max_total_num_tokens=%d, chunked_prefill_size=%d, max_prefill_tokens=16384, max_running_requests=%d, "
                "context_len=%d, available_gpu_mem=%.2f GB"
@@ -895,6 +929,8 @@ def serve(args, profile, warnings):
         cuda_graph_max_bs=args.cuda_graph_max_bs_decode, context_length=args.context_length,
         chunked_prefill_size=args.chunked_prefill_size, speculative_algorithm=args.speculative_algorithm,
         speculative_num_steps=args.speculative_num_steps, speculative_eagle_topk=args.speculative_eagle_topk,
-        speculative_num_draft_tokens=args.speculative_num_draft_tokens)
+        speculative_num_draft_tokens=args.speculative_num_draft_tokens,
+        adaptive=(adaptive.Schedule.from_path(args.speculative_adaptive_config, args.speculative_num_steps)
+                  if args.speculative_adaptive else None))
     plan = models.memory_plan(profile, cfg)
     return asyncio.run(startup_and_serve(args, profile, cfg, plan, log, warnings))

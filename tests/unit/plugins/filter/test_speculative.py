@@ -57,4 +57,5 @@ def test_resolved_algorithm_follows_sglang_alias():
 
 
 def test_filters_are_registered():
-    assert set(FilterModule().filters()) == {'spec_algorithms', 'spec_eagle_family', 'spec_draft_tokens'}
+    assert set(FilterModule().filters()) == {'spec_algorithms', 'spec_eagle_family', 'spec_draft_tokens', 'spec_adaptive_problems',
+                                             'spec_adaptive_candidates', 'spec_adaptive_json'}

@@ -168,3 +168,29 @@ def test_every_flag_a_remedy_names_exists_in_0_5_23():
         assert flags - FLAGS == set(), text
         named |= flags
     assert {"--cuda-graph-max-bs-decode", "--mem-fraction-static", "--enable-torch-compile"} <= named
+
+
+def test_adaptive_disabled_reads_sglangs_reason_from_the_journal():
+    from ansible_collections.llmops.sglang.plugins.module_utils.diagnosis import adaptive_disabled_diagnosis
+    mismatches = [{"key": "speculative_adaptive", "expected": True, "actual": False}]
+    # SGLang 0.5.23 speculative_hook._maybe_disable_adaptive's warning, as the journal shows it
+    line = ("[2026-12-01 10:00:00] speculative_adaptive disabled: speculative_eagle_topk=2 (only topk=1 is supported). "
+            "Falling back to static speculative params.")
+    d = adaptive_disabled_diagnosis(["[2026-12-01 10:00:00] server_args=ServerArgs(...)", line], mismatches)
+    assert d["key"] == "speculative_adaptive_disabled" and d["key"] in DIAGNOSIS_KEYS
+    assert d["message"].endswith("was asked for: speculative_eagle_topk=2 (only topk=1 is supported).")
+    assert d["evidence"] == line
+    assert "sglang_service_speculative_adaptive" in d["remedy"]
+    bare = adaptive_disabled_diagnosis([], mismatches)
+    assert "does not say why" in bare["message"] and "speculative_adaptive: expected True" in bare["evidence"]
+
+
+def test_adaptive_disabled_matches_the_simulators_copy_of_sglangs_warning():
+    from sglang_sim import args as sim_args
+    from ansible_collections.llmops.sglang.plugins.module_utils.diagnosis import adaptive_disabled_diagnosis
+    args = sim_args.build_parser().parse_args(
+        ["--model-path", "m", "--speculative-algorithm", "NEXTN", "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
+         "--attn-dp-size", "2", "--speculative-adaptive"])
+    lines = ["[2026-12-01 10:00:00] %s" % w for w in sim_args.resolve(args)]
+    d = adaptive_disabled_diagnosis(lines, [{"key": "speculative_adaptive", "expected": True, "actual": False}])
+    assert d["message"].endswith(": attention DP is not supported (adaptive tier decisions are not synchronized across DP ranks).")

@@ -35,7 +35,7 @@ def _flags():
 
 # Argument types of the 0.5.23 parser each kind may write.
 PARSER_TYPES = {"str": {"str"}, "opt_str": {"str"}, "secret": {"str"}, "int": {"int"}, "count": {"int"},
-                "opt_int": {"int", "human_readable_int"}, "opt_float": {"float"}}
+                "opt_int": {"int", "human_readable_int"}, "opt_float": {"float"}, "json_file": {"str"}}
 
 
 @pytest.mark.parametrize("arg", ARGS, ids=[a.flag for a in ARGS])
@@ -80,7 +80,8 @@ def test_every_role_variable_of_the_table_is_a_public_input():
 def test_what_the_others_derive():
     assert server_args.REPORTED_INFO_KEYS == (
         "model_path", "served_model_name", "tp_size", "dp_size", "kv_cache_dtype", "speculative_algorithm",
-        "speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens")
+        "speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens", "speculative_adaptive",
+        "speculative_adaptive_config")
     # sglang_bench keeps the arguments a tuning decision depends on; 0.5.23 reports the CUDA-graph
     # limits as cuda_graph_max_bs_decode/_prefill (there is no cuda_graph_max_bs any more).
     assert sglang_bench.server_args.SUMMARY_INFO_KEYS == server_args.SUMMARY_INFO_KEYS

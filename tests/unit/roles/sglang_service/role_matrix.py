@@ -42,6 +42,11 @@ def cases():
         seed, sglang_service_speculative_algorithm="EAGLE3", sglang_service_speculative_num_steps=5,
         sglang_service_speculative_eagle_topk=8, sglang_service_speculative_num_draft_tokens=32,
         sglang_service_speculative_draft_model_path="/models/eagle3 draft")))
+    out.append(("adaptive speculative decoding", dict(
+        seed, sglang_service_speculative_adaptive=True,
+        sglang_service_speculative_adaptive_config={1: {"candidate_steps": [4]}, "16": {"candidate_steps": [3], "ema_alpha": 0.3}})))
+    out.append(("adaptive, SGLang's built-in config", dict(
+        seed, sglang_service_speculative_adaptive=True, sglang_service_speculative_num_steps=3)))
     out.append(("no speculative decoding", {"sglang_service_model_path": "/m", "sglang_service_speculative_algorithm": None}))
     out.append(("simulator", dict(
         seed, sglang_service_launch_module="sglang_sim", sglang_service_sim_profile="/controller/profile.yaml",
