@@ -65,8 +65,13 @@ def test_seed_per_request_rate_at_concurrency_1(measured):
     for steps, target in SEED_C1.items():
         got = measured[steps][1]["per_request_tok_s"]
         assert abs(got / target - 1) < 0.05, (steps, got, target)
+    # The seed: steps 5 slightly faster than steps 4 at concurrency 1 (282 against 277, +1.8%), by less
+    # than 2%. The models predict +0.7%; the measurement (5 requests of 512 tokens, acceptance drawn
+    # from --random-seed 7, so the same draws every run) gives about +1.6%. What load can change is
+    # only when the client reads the last chunk (the simulator keeps its steps on an absolute clock):
+    # a few ms of a 1.8 s request, well under the 0.7% between the lower bound and the prediction.
     ratio = measured[5][1]["per_request_tok_s"] / measured[4][1]["per_request_tok_s"]
-    assert ratio < 1.02, ratio
+    assert 1.0 < ratio < 1.02, ratio
 
 
 @pytest.mark.slow
