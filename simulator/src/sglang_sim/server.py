@@ -781,7 +781,7 @@ class SimServer(object):
         model = body.get("model") or self.args.served_model_name
         created = int(time.time())
         if not stream:
-            reqs = await self._run_all(request, [it for it in items for _ in range(n)], max_new, temperature, ignore_eos)
+            reqs = await self._run_all(request, [it for it in items for _copy in range(n)], max_new, temperature, ignore_eos)
             return self._final_response(reqs, "text_completion", created, model, flags, [{"text": r.text} for r in reqs], n)
         key, prompt_tokens = items[0]
         # 0.5.23 serving_completions._generate_completion_stream: one chunk per output, the last
