@@ -448,6 +448,20 @@ fault:
   returned: always
   type: str
   sample: stalled
+started_at:
+  description:
+    - When the benchmark began sending load (warm-up included), UTC, ISO 8601 with microseconds, on the
+      clock of the host the module ran on.
+    - With RV(finished_at), the window the server was under this benchmark's load (two hosts benchmarked
+      in one play overlap in time).
+  returned: success
+  type: str
+  sample: "2026-12-01T20:41:02.123456Z"
+finished_at:
+  description: When the last level ended, UTC, ISO 8601 with microseconds (see RV(started_at)).
+  returned: success
+  type: str
+  sample: "2026-12-01T20:41:30.654321Z"
 leftover_pid:
   description: PID of another benchmark of the same server that was waited for or stopped, or null.
   returned: success
@@ -463,6 +477,7 @@ ansible_facts:
 """
 
 import asyncio
+import datetime
 import os
 import traceback
 
@@ -885,6 +900,11 @@ def _run_sync(coro):
         loop.close()
 
 
+def utc_timestamp():
+    """Now, UTC, ISO 8601 with microseconds (the started_at / finished_at format)."""
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -946,6 +966,7 @@ def main():
     name_this_process()
     if progress is not None:
         progress.state("running")
+    started_at = utc_timestamp()
     try:
         result, problem = _run_sync(run_benchmark(module.params, levels, prompts, log=module.warn, report=progress))
     except StalledServer as exc:
@@ -959,6 +980,7 @@ def main():
     finally:
         lock.release()
     result["leftover_pid"] = other
+    result["started_at"], result["finished_at"] = started_at, utc_timestamp()
     if problem:
         msg = "some requests failed: %s" % problem if result["fault"] not in ("stalled", "implausible") else problem
         if module.params["fail_on_error"]:

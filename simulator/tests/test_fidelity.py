@@ -1,4 +1,10 @@
-"""The running server delivers what its models predict (deterministic profile)."""
+"""The running server delivers what its models predict (deterministic profile).
+
+The tolerances are the ones simulator/README.md quotes (section "The models"); each says why it holds
+on a loaded machine. ``-s`` prints the measured deviations.
+"""
+
+import math
 
 import pytest
 
@@ -23,9 +29,21 @@ def test_measured_matches_prediction(sim, concurrency):
     pred = models.predict(prof, cfg, concurrency, input_len=64, output_len=128)
     got = loadgen.measure(sim.url, concurrency, 3 * concurrency, input_len=64, output_len=128)
     assert not got["errors"]
-    assert abs(got["per_request_tok_s"] / pred["per_request_tok_s"] - 1) < 0.03, (got, pred)
-    assert abs(got["aggregate_output_tok_s"] / pred["aggregate_output_tok_s"] - 1) < 0.05, (got, pred)
-    assert abs(got["accept_length"] / pred["accept_length"] - 1) < 0.02
+    per_request = got["per_request_tok_s"] / pred["per_request_tok_s"] - 1
+    aggregate = got["aggregate_output_tok_s"] / pred["aggregate_output_tok_s"] - 1
+    print("\nc=%d: per-request %+.2f%%, aggregate %+.2f%%, accept length %.4f (predicted E %.4f)" % (
+        concurrency, 100 * per_request, 100 * aggregate, got["accept_length"], pred["accept_length"]))
+    # Per-request (1/TPOT) within 2%, as simulator/README.md says: no jitter, and the steps keep an
+    # absolute clock, so load moves only when the client reads a chunk (a few ms of a 0.55 s request);
+    # measured within 0.3% on a quiet machine.
+    assert abs(per_request) < 0.02, (got, pred)
+    # Aggregate between 4% below and 1% above the lock-step value: predict() prefills each round in one
+    # batch, but a round's requests reach the server over a few ms and can take two or three prefill
+    # batches (8 ms each of a 0.6 s round at c=8: -1.5% measured here on a quiet machine), plus the
+    # client's turnaround between requests. Nothing makes the server faster than its model (+1%: timing).
+    assert -0.04 < aggregate < 0.01, (got, pred)
+    # Deterministic acceptance: an N-token request takes exactly ceil((N - 1) / E) verify passes.
+    assert got["accept_length"] == pytest.approx(128 / math.ceil(127 / pred["accept_length"]), rel=1e-3)
 
 
 def test_continuous_batching_queues_beyond_max_running_requests():

@@ -60,13 +60,33 @@ def measured():
     return out
 
 
+def print_figures(measured):
+    """The measured figures README.md and simulator/README.md quote (``pytest -s`` shows them)."""
+    print("\nsteps  mrr  c=1 per-request tok/s (seed)  c=16 aggregate  c=32 aggregate")
+    for steps in sorted(measured):
+        row = measured[steps]
+        c1 = row[1]["per_request_tok_s"]
+        c1_text = "%.1f (%d, %+.1f%%)" % (c1, SEED_C1[steps], 100 * (c1 / SEED_C1[steps] - 1))
+        c16 = "%.0f" % row[16]["aggregate_output_tok_s"] if 16 in row else ""
+        print("%5d %4d  %-29s %14s %15.0f" % (steps, row["mrr"], c1_text, c16, row[32]["aggregate_output_tok_s"]))
+    print("steps 5 over steps 4 at c=1: %+.1f%%; steps 4 over steps 5 at c=16: %.2fx" % (
+        100 * (measured[5][1]["per_request_tok_s"] / measured[4][1]["per_request_tok_s"] - 1),
+        measured[4][16]["aggregate_output_tok_s"] / measured[5][16]["aggregate_output_tok_s"]))
+
+
 @pytest.mark.slow
 def test_seed_per_request_rate_at_concurrency_1(measured):
+    print_figures(measured)
     for steps, target in SEED_C1.items():
         got = measured[steps][1]["per_request_tok_s"]
         assert abs(got / target - 1) < 0.05, (steps, got, target)
+    # The seed: steps 5 slightly faster than steps 4 at concurrency 1 (282 against 277, +1.8%), by less
+    # than 2%. The models predict +0.7%; the measurement (5 requests of 512 tokens, acceptance drawn
+    # from --random-seed 7, so the same draws every run) gives about +1.6%. What load can change is
+    # only when the client reads the last chunk (the simulator keeps its steps on an absolute clock):
+    # a few ms of a 1.8 s request, well under the 0.7% between the lower bound and the prediction.
     ratio = measured[5][1]["per_request_tok_s"] / measured[4][1]["per_request_tok_s"]
-    assert ratio < 1.02, ratio
+    assert 1.0 < ratio < 1.02, ratio
 
 
 @pytest.mark.slow

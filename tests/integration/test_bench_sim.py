@@ -141,8 +141,12 @@ def test_accuracy_against_the_profile(accuracy_sim, accuracy_profile, concurrenc
     output_len = 384
     pred = sim_models.predict(profile, cfg, concurrency, 64, output_len)
     running = pred["running"]
-    # Whole rounds of the batch the server runs at once, at least two.
-    n_requests = running * max(2, int(math.ceil(concurrency / float(running))))
+    # Whole rounds of the batch the server runs at once, at least two; four when requests queue (c > running):
+    # the first round's requests reach the server over the client's start-up (a few decode steps on a
+    # loaded machine, each 1% of a round), later rounds start from the server's own queue, so more
+    # rounds dilute that start.
+    rounds = 4 if concurrency > running else 2
+    n_requests = running * max(rounds, int(math.ceil(concurrency / float(running))))
     result, problem = run(params(accuracy_sim.url, requests_per_level=n_requests, output_len=output_len), [concurrency])
     assert problem is None
     level = result["levels"][0]
@@ -151,19 +155,21 @@ def test_accuracy_against_the_profile(accuracy_sim, accuracy_profile, concurrenc
     assert level["output_tokens"] == n_requests * output_len
     assert level["max_running_requests"] == pred["max_running_requests"]
     assert level["max_total_num_tokens"] == pred["max_total_num_tokens"]
+    # The figures README.md quotes (pytest -s shows them).
+    print("\nc=%d: per-request %.2f tok/s (predicted %.2f, %+.3f%%), aggregate %.1f (predicted %.1f, %+.3f%%), "
+          "accept length %.4f" % (concurrency, level["per_request_tok_s"]["median"], pred["per_request_tok_s"],
+                                  100 * (level["per_request_tok_s"]["median"] / pred["per_request_tok_s"] - 1),
+                                  level["aggregate_output_tok_s"], pred["aggregate_output_tok_s"],
+                                  100 * (level["aggregate_output_tok_s"] / pred["aggregate_output_tok_s"] - 1),
+                                  level["accept_length"]))
     assert level["per_request_tok_s"]["median"] == pytest.approx(pred["per_request_tok_s"], rel=0.01)
-    # The aggregate is all tokens over the wall time of a closed loop: between one request's end and the
-    # next one's first token each worker opens a new connection (Connection: close, as with SGLang) and
-    # the request waits for the next decode step, time the lock-step prediction leaves out. On a quiet
-    # machine that costs 0.5-1%; on a shared 2-core machine the turnaround of 8-64 workers grew to 2%
-    # (CI, c=8: 1596 against 1628). So the figure may fall short of the prediction by the turnaround
-    # (at most 3%), but never exceed it: a client that over-reports (tokens counted twice, a window
-    # that misses time) fails.
-    print("c=%d aggregate %.1f tok/s, predicted %.1f (%+.2f%%); per-request median %.1f, predicted %.1f (%+.2f%%)" % (
-        concurrency, level["aggregate_output_tok_s"], pred["aggregate_output_tok_s"],
-        100 * (level["aggregate_output_tok_s"] / pred["aggregate_output_tok_s"] - 1), level["per_request_tok_s"]["median"],
-        pred["per_request_tok_s"], 100 * (level["per_request_tok_s"]["median"] / pred["per_request_tok_s"] - 1)))
-    assert pred["aggregate_output_tok_s"] * 0.97 <= level["aggregate_output_tok_s"] <= pred["aggregate_output_tok_s"] * 1.01
+    # Aggregate: no more than 1% above the model (the server cannot beat its own step times; 1% for the
+    # measured window's edges) and no more than 2% below: a request that reaches the server k decode steps
+    # after its round began ends k steps after the others (1% of a 99-step round each), which only lowers
+    # the aggregate. With two rounds at c=32 a loaded machine measured -1.05% and -2.7% (the first round's
+    # start-up); with four, -0.4% and -0.6% at a load average of 3.7.
+    aggregate = level["aggregate_output_tok_s"] / pred["aggregate_output_tok_s"] - 1
+    assert -0.02 < aggregate < 0.01, (level["aggregate_output_tok_s"], pred["aggregate_output_tok_s"])
     # Fixed acceptance: every request verifies ceil((n - 1) / accept) steps after its prefill token.
     verify_steps = int(math.ceil((output_len - 1) / pred["accept_length"]))
     assert level["spec_verify_ct"] == n_requests * verify_steps
@@ -305,6 +311,10 @@ def test_native_completions_and_chat_agree(accuracy_sim):
     native = levels["native"]
     for api in ("completions", "chat"):
         level = levels[api]
+        print("\n%s against native: mean ITL %+.2f%%, accept length %+.2f%%, per-request tok/s %+.2f%%" % (
+            api, 100 * (level["itl_s"]["mean"] / native["itl_s"]["mean"] - 1),
+            100 * (level["accept_length"] / native["accept_length"] - 1),
+            100 * (level["per_request_tok_s"]["median"] / native["per_request_tok_s"]["median"] - 1)))
         assert level["accept_length"] == pytest.approx(native["accept_length"], rel=0.02), api
         assert level["spec_verify_ct"] == pytest.approx(native["spec_verify_ct"], rel=0.02), api
         for figure in ("mean", "p50"):

@@ -29,12 +29,23 @@ FLUSH_MSG = ("Cache flushed.\nPlease check backend logs for more details. "
 
 
 class BadRequest(Exception):
-    """A request SGLang rejects with HTTP 400. ``openai`` selects the error body shape."""
+    """A request SGLang 0.5.23 rejects, and at which layer (that decides the answer's shape):
 
-    def __init__(self, message, openai=True):
+    - ``validation``: FastAPI's body validation (pydantic), answered by http_server's
+      RequestValidationError handler: 400 ``{"object": "error", "type": "Bad Request", ...}``;
+    - ``parse``: a body FastAPI cannot read (not UTF-8), an HTTPException(400, "There was an error
+      parsing the body") answered by the HTTPException handler: ``type`` "400";
+    - ``contract``: /generate's schema gate (api_contract.generate_contract_error): 400 ``{"error": TEXT}``;
+    - ``value``: a ValueError of the tokenizer manager (SamplingParams.verify, input checks):
+      /generate 400 ``{"error": {"message": ...}}``, OpenAI endpoints serving_base's ``type`` "BadRequest";
+    - ``handler``: an OpenAI handler's own _validate_request: create_error_response, ``type`` "BadRequestError";
+    - ``crash``: what 0.5.23 fails on (an exception inside request validation): 500 "Internal Server Error".
+    """
+
+    def __init__(self, message, layer="validation"):
         Exception.__init__(self, message)
         self.message = message
-        self.openai = openai
+        self.layer = layer
 
 
 def _now_str():
@@ -60,24 +71,93 @@ class Logger(object):
         self.stream.flush()
 
 
-def openai_error(message, status=400):
-    kind = {400: "BadRequestError", 401: "AuthenticationError", 404: "NotFoundError"}.get(status, "InternalServerError")
-    return web.json_response({"object": "error", "message": message, "type": kind, "param": None, "code": status},
-                             status=status)
+def error_response(exc, api):
+    """The answer SGLang 0.5.23 gives to ``exc`` (a BadRequest) on ``api`` (generate, openai)."""
+    if exc.layer == "crash":
+        return web.Response(status=500, text="Internal Server Error")
+    if exc.layer == "parse":
+        # http_server's HTTPException handler: ErrorResponse(type=str(status_code))
+        return web.json_response({"object": "error", "message": exc.message, "type": "400", "param": None, "code": 400},
+                                 status=400)
+    if exc.layer == "validation":
+        # http_server.validation_exception_handler: ErrorResponse(type=HTTPStatus.BAD_REQUEST.phrase)
+        return web.json_response({"object": "error", "message": exc.message, "type": "Bad Request", "param": None,
+                                  "code": 400}, status=400)
+    if exc.layer == "contract":
+        return web.json_response({"error": exc.message}, status=400)
+    if api == "generate":
+        # http_server._create_error_response
+        return web.json_response({"error": {"message": exc.message}}, status=400)
+    # serving_base.handle_request: a ValueError is err_type "BadRequest", _validate_request's message "BadRequestError"
+    return web.json_response({"object": "error", "message": exc.message,
+                              "type": "BadRequest" if exc.layer == "value" else "BadRequestError", "param": None,
+                              "code": 400}, status=400)
 
 
-def _opt_number(body, key, default, kind=float, minimum=None):
+def _unexpected(value):
+    """serde's ``Unexpected`` text, as 0.5.23's api/v1/api_types._unexpected writes it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean `%s`" % ("true" if value else "false")
+    if isinstance(value, int):
+        return "integer `%d`" % value
+    if isinstance(value, float):
+        return "floating point `%r`" % value
+    if isinstance(value, str):
+        return 'string "%s"' % value
+    return "sequence" if isinstance(value, list) else "map" if isinstance(value, dict) else type(value).__name__
+
+
+def contract_error(value, expected):
+    return BadRequest("invalid type: %s, expected %s" % (_unexpected(value), expected), "contract")
+
+
+# pydantic's lax bool: what a FastAPI-validated boolean field accepts besides true and false
+_LAX_TRUE = ("1", "on", "t", "true", "y", "yes")
+_LAX_FALSE = ("0", "off", "f", "false", "n", "no")
+
+
+def lax_bool(value, key):
+    """A boolean field of a pydantic model (OpenAI requests, GenerateReqInput): lax mode."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _LAX_TRUE + _LAX_FALSE:
+        return value.strip().lower() in _LAX_TRUE
+    raise BadRequest("%s: Input should be a valid boolean, unable to interpret input" % key)
+
+
+def _lax_number(value, key, kind):
+    """An int or float field of a pydantic model in lax mode (numeric strings, whole floats for ints)."""
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise BadRequest("%s: Input should be a valid %s, unable to parse string as %s"
+                             % (key, "integer" if kind is int else "number", "an integer" if kind is int else "a number"))
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BadRequest("%s: Input should be a valid %s" % (key, "integer" if kind is int else "number"))
+    if kind is int and not float(value).is_integer():
+        raise BadRequest("%s: Input should be a valid integer, got a number with a fractional part" % key)
+    return kind(value)
+
+
+def _opt_number(body, key, default, kind=float, api="generate"):
+    """A sampling parameter: /generate's contract (i64 / f64, no coercion) or an OpenAI field (lax)."""
     value = body.get(key, default)
     if value is None:
         return default
+    if api == "openai":
+        return _lax_number(value, key, kind)
+    if kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise contract_error(value, "i64")
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise BadRequest("%s: Input should be a valid %s, got %r" % (key, "integer" if kind is int else "number", value))
-    if kind is int and not float(value).is_integer():
-        raise BadRequest("%s: Input should be a valid integer, got %r" % (key, value))
-    value = kind(value)
-    if minimum is not None and value < minimum:
-        raise BadRequest("%s must be at least %s, got %s." % (key, minimum, value), openai=False)
-    return value
+        raise contract_error(value, "f64")
+    return float(value)
 
 
 class SimServer(object):
@@ -345,51 +425,79 @@ class SimServer(object):
         return web.Response(text="\n".join(lines) + "\n", content_type="text/plain", charset="utf-8")
 
     # -- generation -------------------------------------------------------------------------
-    async def _json_body(self, request):
+    async def _json_body(self, request, endpoint):
+        """The JSON object of a request body, or the error 0.5.23's FastAPI layer answers with."""
+        raw = await request.read()
+        if not raw:
+            raise BadRequest("1 validation error: body: Field required")
         try:
-            body = await request.json(loads=json.loads)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise BadRequest("Invalid JSON body: %s" % exc)
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise BadRequest("There was an error parsing the body", "parse")
+        try:
+            body = json.loads(text)
+        except ValueError as exc:
+            raise BadRequest("1 validation error: body: JSON decode error (%s)" % exc)
         if not isinstance(body, dict):
-            raise BadRequest("Input should be a valid dictionary or object to extract fields from")
+            if endpoint == "chat":
+                # 0.5.23 protocol.ChatCompletionRequest's mode="before" validators call .get on the body:
+                # an AttributeError inside validation, which FastAPI does not turn into a 400.
+                raise BadRequest("Internal Server Error", "crash")
+            if endpoint == "generate":
+                raise BadRequest("1 validation error: body: Input should be a dictionary or an instance of GenerateReqInput")
+            raise BadRequest("1 validation error: body: Input should be a valid dictionary or object to extract fields from")
         return body
 
     def _check_context(self, prompt_tokens, max_new_tokens):
         if prompt_tokens >= self.context_len:
             raise BadRequest("The input (%d tokens) is longer than the model's context length (%d tokens)."
-                             % (prompt_tokens, self.context_len), openai=False)
+                             % (prompt_tokens, self.context_len), "value")
         if max_new_tokens is not None and prompt_tokens + max_new_tokens > self.context_len:
             raise BadRequest(
                 "Requested token count exceeds the model's maximum context length of %d tokens. You requested a "
                 "total of %d tokens: %d tokens from the input messages and %d tokens for the completion. Please "
                 "reduce the number of tokens in the input messages or the completion to fit within the limit."
-                % (self.context_len, prompt_tokens + max_new_tokens, prompt_tokens, max_new_tokens), openai=False)
+                % (self.context_len, prompt_tokens + max_new_tokens, prompt_tokens, max_new_tokens), "value")
 
-    def _sampling(self, params, default_max):
+    def _sampling(self, params, default_max, api="generate", verify=True):
+        """Sampling parameters: type checks of /generate's contract (0.5.23 api/v1/api_types
+        decode_SamplingParams) or of the OpenAI request model (lax pydantic), then
+        SamplingParams.verify's ValueErrors."""
+        if isinstance(params, list):  # one dict per batch item; the simulator applies the first to all
+            params = params[0] if params else {}
         if params is None:
             params = {}
         if not isinstance(params, dict):
-            raise BadRequest("sampling_params: Input should be a valid dictionary")
-        max_new = _opt_number(params, "max_new_tokens", default_max, int)
-        if max_new is not None and max_new < 0:
-            raise BadRequest("max_new_tokens must be at least 0, got %d." % max_new, openai=False)
-        temperature = _opt_number(params, "temperature", 1.0)
+            raise BadRequest("1 validation error: body.sampling_params: Input should be a valid dictionary")
+        max_new = _opt_number(params, "max_new_tokens", default_max, int, api)
+        temperature = _opt_number(params, "temperature", 1.0, float, api)
+        top_p = _opt_number(params, "top_p", 1.0, float, api)
+        top_k = _opt_number(params, "top_k", -1, int, api)
+        ignore_eos = params.get("ignore_eos", False)
+        if ignore_eos is None:
+            ignore_eos = False
+        elif api == "openai":
+            ignore_eos = lax_bool(ignore_eos, "ignore_eos")
+        elif not isinstance(ignore_eos, bool):
+            raise contract_error(ignore_eos, "a boolean")
+        stop = params.get("stop")
+        if stop is not None and not (isinstance(stop, str) or (isinstance(stop, list) and all(isinstance(x, str) for x in stop))):
+            if api == "openai":
+                raise BadRequest("1 validation error: body.stop: Input should be a valid string or list of strings")
+            raise contract_error(stop, "a value or an array of values for StringOrList")
+        if not verify:
+            return max_new, temperature, ignore_eos
+        # sampling/sampling_params.py SamplingParams.verify (0.5.23), in its order
         if temperature < 0:
-            raise BadRequest("temperature must be non-negative, got %s." % temperature, openai=False)
-        top_p = _opt_number(params, "top_p", 1.0)
+            raise BadRequest("temperature must be a non-negative finite number, got %s." % temperature, "value")
         if not 0.0 < top_p <= 1.0:
-            raise BadRequest("top_p must be in (0, 1], got %s." % top_p, openai=False)
-        top_k = _opt_number(params, "top_k", -1, int)
+            raise BadRequest("top_p must be in (0, 1], got %s." % top_p, "value")
         if top_k < -1 or top_k == 0:
-            raise BadRequest("top_k must be -1 (disable) or at least 1, got %d." % top_k, openai=False)
+            raise BadRequest("top_k must be -1 (disable) or at least 1, got %d." % top_k, "value")
+        if max_new is not None and max_new < 0:
+            raise BadRequest("max_new_tokens must be at least 0, got %d." % max_new, "value")
         if top_k == 1:
             temperature = 0.0  # SGLang treats top_k 1 as greedy
-        ignore_eos = params.get("ignore_eos", False)
-        if not isinstance(ignore_eos, bool):
-            raise BadRequest("ignore_eos: Input should be a valid boolean, got %r" % (ignore_eos,))
-        stop = params.get("stop")
-        if stop is not None and not isinstance(stop, (str, list)):
-            raise BadRequest("stop: Input should be a valid string or list of strings")
         return max_new, temperature, ignore_eos
 
     def _meta(self, req, final, e2e=None):
@@ -430,35 +538,43 @@ class SimServer(object):
                 "spec_correct_drafts_histogram": [], "spec_cap_lens_histogram": []}
 
     async def generate(self, request):
+        # 0.5.23 http_server.generate_request: FastAPI validates GenerateReqInput (a dataclass, lax
+        # pydantic), then api_contract.generate_contract_error checks the body against the API schema,
+        # then the tokenizer manager raises ValueErrors (GenerateReqInput._validate_inputs, SamplingParams).
         try:
-            body = await self._json_body(request)
+            body = await self._json_body(request, "generate")
             text = body.get("text")
             input_ids = body.get("input_ids")
+            if text is not None and not (isinstance(text, str) or (isinstance(text, list) and all(isinstance(t, str) for t in text))):
+                raise BadRequest("1 validation error: body.text: Input should be a valid string or a valid list of strings")
+            if input_ids is not None and not _valid_token_ids(input_ids):
+                raise BadRequest("1 validation error: body.input_ids: Value error, must be a list of int64 or of lists of int64")
+            params = body.get("sampling_params")
+            if params is not None and not isinstance(params, (dict, list)):
+                raise BadRequest("1 validation error: body.sampling_params: Input should be a valid dictionary or list")
+            stream = body.get("stream", False)
+            if stream is not None and not isinstance(stream, bool):
+                lax_bool(stream, "body.stream")  # the dataclass accepts "yes", 1, ... ; the contract does not
+                raise contract_error(stream, "a boolean")
+            stream = bool(stream)
+            self._sampling(params, 128, verify=False)  # the contract's types come before any ValueError
             if text is None and input_ids is None:
-                raise BadRequest("Either text, input_ids or input_embeds should be provided.", openai=False)
-            if text is not None and not isinstance(text, (str, list)):
-                raise BadRequest("text: Input should be a valid string")
+                raise BadRequest("Either text, input_ids or input_embeds should be provided.", "value")
             if isinstance(text, list) or (isinstance(input_ids, list) and input_ids and isinstance(input_ids[0], list)):
                 return await self._generate_batch(body)
             if text is not None:
                 prompt_tokens = self.count_tokens(text)
                 key = text
             else:
-                if not isinstance(input_ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in input_ids):
-                    raise BadRequest("input_ids: Input should be a valid list of integers")
                 prompt_tokens = len(input_ids)
                 key = ",".join(map(str, input_ids[:4096]))
+            max_new, temperature, ignore_eos = self._sampling(params, 128)
             if prompt_tokens == 0:
-                raise BadRequest("The input is empty.", openai=False)
-            max_new, temperature, ignore_eos = self._sampling(body.get("sampling_params"), 128)
-            stream = body.get("stream", False)
-            if not isinstance(stream, bool):
-                raise BadRequest("stream: Input should be a valid boolean")
+                # Not established from 0.5.23's source (an empty prompt reaches the scheduler); the simulator refuses it.
+                raise BadRequest("The input is empty.", "value")
             self._check_context(prompt_tokens, max_new)
         except BadRequest as exc:
-            if exc.openai:
-                return openai_error(exc.message)
-            return web.json_response({"error": {"message": exc.message}}, status=400)
+            return error_response(exc, "generate")
         if not stream:
             req = self.engine.submit(key, prompt_tokens, max_new, temperature, ignore_eos, lambda r, p, f: None)
             await self._await_done(request, req)
@@ -471,7 +587,7 @@ class SimServer(object):
         ids = body.get("input_ids")
         items = texts if texts is not None else ids
         if body.get("stream"):
-            raise BadRequest("Streaming is not supported for batched /generate in the simulator.", openai=False)
+            raise BadRequest("Streaming is not supported for batched /generate in the simulator.", "value")
         max_new, temperature, ignore_eos = self._sampling(body.get("sampling_params"), 128)
         reqs = []
         for item in items:
@@ -480,7 +596,7 @@ class SimServer(object):
             elif isinstance(item, list):
                 n, key = len(item), ",".join(map(str, item[:4096]))
             else:
-                raise BadRequest("text: Input should be a valid list of strings")
+                raise BadRequest("1 validation error: body.text: Input should be a valid list of strings")
             self._check_context(n, max_new)
             reqs.append(self.engine.submit(key, n, max_new, temperature, ignore_eos, lambda r, p, f: None))
         await asyncio.gather(*[r.done for r in reqs])
@@ -536,44 +652,75 @@ class SimServer(object):
 
     # -- OpenAI-compatible ------------------------------------------------------------------
     def _openai_common(self, body, default_max):
-        """Options shared by /v1/completions and /v1/chat/completions (0.5.23 protocol.py)."""
-        stream = body.get("stream", False)
-        if not isinstance(stream, bool):
-            raise BadRequest("stream: Input should be a valid boolean")
-        n = body.get("n", 1)
-        if n != 1:
-            raise BadRequest("n: only n=1 is supported by the simulator (SGLang supports n>1 without streaming)")
+        """Options shared by /v1/completions and /v1/chat/completions (0.5.23 protocol.py; pydantic in
+        lax mode: "yes" is a true boolean, "9" an integer)."""
+        stream = lax_bool(body.get("stream", False), "body.stream") if body.get("stream") is not None else False
+        n = _lax_number(body.get("n", 1), "body.n", int) if body.get("n") is not None else 1
+        if n < 1:  # the simulator's own check (0.5.23's answer to n < 1 is not established here)
+            raise BadRequest("n must be at least 1.", "value")
         max_tokens = body.get("max_completion_tokens", body.get("max_tokens", default_max))
+        if max_tokens is not None:
+            max_tokens = _lax_number(max_tokens, "body.max_tokens", int)
+            if max_tokens <= 0 and "max_tokens" in body:
+                # protocol.CompletionRequest.validate_max_tokens_positive (a field validator: a validation error)
+                raise BadRequest("1 validation error: body.max_tokens: Value error, max_tokens must be positive")
         params = {"max_new_tokens": max_tokens, "temperature": body.get("temperature", 1.0),
                   "top_p": body.get("top_p", 1.0), "top_k": body.get("top_k", -1),
                   "ignore_eos": body.get("ignore_eos", False), "stop": body.get("stop")}
-        try:
-            max_new, temperature, ignore_eos = self._sampling(params, default_max)
-        except BadRequest as exc:
-            raise BadRequest(exc.message)
-        opts = body.get("stream_options") or {}
-        if not isinstance(opts, dict):
-            raise BadRequest("stream_options: Input should be a valid dictionary")
+        opts = body.get("stream_options")
+        if opts is not None and not isinstance(opts, dict):
+            raise BadRequest("1 validation error: body.stream_options: Input should be a valid dictionary or object "
+                             "to extract fields from")
+        opts = opts or {}
         return_spec = body.get("return_spec_tokens_details", False)
-        if not isinstance(return_spec, bool):
-            raise BadRequest("return_spec_tokens_details: Input should be a valid boolean")
-        # openai/utils.should_include_usage: (include_usage, continuous_usage_stats)
-        flags = StreamFlags(bool(opts.get("include_usage")), bool(opts.get("continuous_usage_stats")), return_spec)
-        return stream, max_new, temperature, ignore_eos, flags
+        return_spec = lax_bool(return_spec, "body.return_spec_tokens_details") if return_spec is not None else False
+        # type checks (the request model) first, then the handler, then SamplingParams.verify (ValueErrors)
+        self._sampling(params, default_max, "openai", verify=False)
+        return stream, n, params, return_spec, opts
 
-    def _final_response(self, req, obj, created, model, flags, content):
-        """A non-streaming OpenAI answer (0.5.23 serving_completions / serving_chat): one choice
-        holding ``content`` (text or message), usage, and sglext spec details when asked."""
-        reason, matched = self._finish_str(req)
-        choice = dict({"index": 0}, **content)
-        choice.update({"logprobs": None, "finish_reason": reason, "matched_stop": matched})
-        out = {"id": req.rid, "object": obj, "created": created, "model": model, "choices": [choice],
-               "usage": self._usage(req), "metadata": {"weight_version": "default"}}
+    def _openai_sampling(self, params, default_max):
+        return self._sampling(params, default_max, "openai")
+
+    @staticmethod
+    def _stream_flags(opts, return_spec):
+        # openai/utils.should_include_usage: (include_usage, continuous_usage_stats)
+        return StreamFlags(bool(opts.get("include_usage")), bool(opts.get("continuous_usage_stats")), return_spec)
+
+    def _final_response(self, reqs, obj, created, model, flags, contents, n=1):
+        """A non-streaming OpenAI answer (0.5.23 serving_completions / serving_chat): one choice per
+        request (a prompt batch, or n choices of one prompt), holding ``contents[i]`` (text or message),
+        usage (UsageProcessor.calculate_response_usage: the prompt counted once per n choices), and
+        sglext spec details when asked (a list when n > 1)."""
+        choices = []
+        for idx, (req, content) in enumerate(zip(reqs, contents)):
+            reason, matched = self._finish_str(req)
+            choice = dict({"index": idx}, **content)
+            choice.update({"logprobs": None, "finish_reason": reason, "matched_stop": matched})
+            choices.append(choice)
+        prompt_tokens = sum(reqs[i].prompt_tokens for i in range(0, len(reqs), n))
+        completion_tokens = sum(r.completion_tokens for r in reqs)
+        usage = {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + completion_tokens,
+                 "completion_tokens": completion_tokens, "prompt_tokens_details": None, "reasoning_tokens": 0,
+                 "completion_tokens_details": None}
+        out = {"id": reqs[0].rid, "object": obj, "created": created, "model": model, "choices": choices,
+               "usage": usage, "metadata": {"weight_version": "default"}}
         if flags.return_spec:
-            details = self.spec_tokens_details(self._meta(req, True))
-            if details is not None:
-                out["sglext"] = {"spec_tokens_details": details}
+            details = [d for d in (self.spec_tokens_details(self._meta(r, True)) for r in reqs) if d is not None]
+            if details:
+                out["sglext"] = {"spec_tokens_details": details if n > 1 else details[0]}
         return web.json_response(out)
+
+    async def _run_all(self, request, items, max_new, temperature, ignore_eos):
+        """Serve (key, prompt_tokens) items at once (a batch, or n choices); the finished requests."""
+        reqs = [self.engine.submit(key, tokens, max_new, temperature, ignore_eos, lambda r, p, f: None)
+                for key, tokens in items]
+        try:
+            await asyncio.gather(*[r.done for r in reqs])
+        except asyncio.CancelledError:
+            for req in reqs:
+                self.engine.abort(req)
+            raise
+        return reqs
 
     @staticmethod
     def _usage(req):
@@ -615,28 +762,43 @@ class SimServer(object):
 
     async def completions(self, request):
         try:
-            body = await self._json_body(request)
+            body = await self._json_body(request, "completions")
             prompt = body.get("prompt")
-            if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (str, list)):
-                prompt = prompt[0]
-            if isinstance(prompt, str):
-                prompt_tokens, key = self.count_tokens(prompt), prompt
-            elif isinstance(prompt, list) and prompt and all(isinstance(i, int) and not isinstance(i, bool) for i in prompt):
-                prompt_tokens, key = len(prompt), ",".join(map(str, prompt[:4096]))
+            if prompt is None:
+                raise BadRequest("1 validation error: body.prompt: Field required")
+            # protocol.CompletionRequest.prompt: Union[List[int], List[List[int]], str, List[str]]
+            if isinstance(prompt, str) or _valid_token_ids(prompt) and (not prompt or not isinstance(prompt[0], list)):
+                prompts = [prompt]
+            elif isinstance(prompt, list) and prompt and (all(isinstance(p, str) for p in prompt) or _valid_token_ids(prompt)):
+                prompts = list(prompt)
             else:
-                raise BadRequest("prompt: Input should be a valid string or list of token ids")
-            if prompt_tokens == 0:
-                raise BadRequest("The prompt is empty.")
-            stream, max_new, temperature, ignore_eos, flags = self._openai_common(body, 16)
-            self._check_context(prompt_tokens, max_new)
+                raise BadRequest("1 validation error: body.prompt: Input should be a valid string, a list of strings, "
+                                 "a list of integers or a list of lists of integers")
+            stream, n, params, return_spec, opts = self._openai_common(body, 16)
+            # serving_completions._validate_request
+            if not prompt or all(not p for p in prompts):
+                raise BadRequest("Prompt cannot be empty", "handler")
+            items = []
+            for item in prompts:
+                if isinstance(item, str):
+                    items.append((item, self.count_tokens(item)))
+                else:
+                    items.append((",".join(map(str, item[:4096])), len(item)))
+            if stream and (len(items) > 1 or n > 1):
+                raise BadRequest("the simulator streams one prompt and one choice (SGLang streams batches and n > 1)",
+                                 "handler")
+            max_new, temperature, ignore_eos = self._openai_sampling(params, 16)
+            for _key, tokens in items:
+                self._check_context(tokens, max_new)
         except BadRequest as exc:
-            return openai_error(exc.message)
+            return error_response(exc, "openai")
+        flags = self._stream_flags(opts, return_spec)
         model = body.get("model") or self.args.served_model_name
         created = int(time.time())
         if not stream:
-            req = self.engine.submit(key, prompt_tokens, max_new, temperature, ignore_eos, lambda r, p, f: None)
-            await self._await_done(request, req)
-            return self._final_response(req, "text_completion", created, model, flags, {"text": req.text})
+            reqs = await self._run_all(request, [it for it in items for _copy in range(n)], max_new, temperature, ignore_eos)
+            return self._final_response(reqs, "text_completion", created, model, flags, [{"text": r.text} for r in reqs], n)
+        key, prompt_tokens = items[0]
         # 0.5.23 serving_completions._generate_completion_stream: one chunk per output, the last
         # with the finish reason; usage on each with continuous_usage_stats; then sglext, usage.
         state = {}
@@ -663,38 +825,48 @@ class SimServer(object):
 
     async def chat_completions(self, request):
         try:
-            body = await self._json_body(request)
+            body = await self._json_body(request, "chat")
             messages = body.get("messages")
-            if not isinstance(messages, list) or not messages:
-                raise BadRequest("messages: Field required (a non-empty list of messages)")
+            if messages is None:
+                raise BadRequest("1 validation error: body.messages: Field required")
+            if not isinstance(messages, list):
+                raise BadRequest("1 validation error: body.messages: Input should be a valid list")
             content_tokens = 0
             for i, msg in enumerate(messages):
                 if not isinstance(msg, dict) or msg.get("role") not in ("system", "user", "assistant", "tool", "developer"):
-                    raise BadRequest("messages[%d]: each message needs a role of system, user, assistant, tool or developer" % i)
+                    raise BadRequest("validation errors: body.messages.%d.role: Value error, 'role' must be one of "
+                                     "'system', 'developer', 'user', 'assistant', 'tool'" % i)
                 content = msg.get("content", "")
                 if isinstance(content, list):
                     content = " ".join(part.get("text", "") for part in content if isinstance(part, dict))
                 elif content is None:
                     content = ""
                 elif not isinstance(content, str):
-                    raise BadRequest("messages[%d].content: Input should be a valid string" % i)
+                    raise BadRequest("validation errors: body.messages.%d.content: Input should be a valid string" % i)
                 content_tokens += self.count_tokens(content)
+            stream, n, params, return_spec, opts = self._openai_common(body, None)
+            # serving_chat._validate_request
+            if not messages:
+                raise BadRequest("Messages cannot be empty.", "handler")
+            if stream and n > 1:
+                raise BadRequest("the simulator streams one choice (SGLang streams n > 1 choices)", "handler")
             # a chat template adds a few tokens per message
             prompt_tokens = content_tokens + 4 * len(messages) + 3
             key = json.dumps(messages, sort_keys=True)
-            stream, max_new, temperature, ignore_eos, flags = self._openai_common(body, None)
+            max_new, temperature, ignore_eos = self._openai_sampling(params, None)
             if max_new is None:
                 max_new = max(1, self.context_len - prompt_tokens)
             self._check_context(prompt_tokens, max_new)
         except BadRequest as exc:
-            return openai_error(exc.message)
+            return error_response(exc, "openai")
+        flags = self._stream_flags(opts, return_spec)
         model = body.get("model") or self.args.served_model_name
         created = int(time.time())
         if not stream:
-            req = self.engine.submit(key, prompt_tokens, max_new, temperature, ignore_eos, lambda r, p, f: None)
-            await self._await_done(request, req)
-            message = {"role": "assistant", "content": req.text.lstrip(" "), "reasoning_content": None, "tool_calls": None}
-            return self._final_response(req, "chat.completion", created, model, flags, {"message": message})
+            reqs = await self._run_all(request, [(key, prompt_tokens)] * n, max_new, temperature, ignore_eos)
+            contents = [{"message": {"role": "assistant", "content": r.text.lstrip(" "), "reasoning_content": None,
+                                     "tool_calls": None}} for r in reqs]
+            return self._final_response(reqs, "chat.completion", created, model, flags, contents, n)
         # 0.5.23 serving_chat._generate_chat_stream (chunks built by sse_utils.build_sse_content, msgspec,
         # usage omitted when None): a role chunk before the first content, content chunks (usage on
         # each with continuous_usage_stats), a separate finish-reason chunk, then sglext, usage.
@@ -727,6 +899,17 @@ class SimServer(object):
             return self._sglext(req, frame, flags) + self._final_usage(req, frame, flags, drop_none=False)
 
         return await self._stream(request, key, prompt_tokens, max_new, temperature, ignore_eos, chunk, epilogue=epilogue)
+
+
+def _valid_token_ids(value):
+    """0.5.23 utils/field_validators.validate_optional_list_i64_1d_2d: a list of ints or of lists of ints."""
+    def ints(row):
+        return isinstance(row, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in row)
+    if not isinstance(value, list):
+        return False
+    if value and isinstance(value[0], list):
+        return all(ints(row) for row in value)
+    return ints(value)
 
 
 def _compact(doc):
