@@ -129,7 +129,7 @@ def main(argv=None):
         # raises FileNotFoundError, json.decoder.JSONDecodeError or AttributeError as they come).
         sys.stderr.write("%s: %s\n" % (_exception_name(exc), exc))
         return 1
-    from sglang_sim.server import serve  # aiohttp is only needed to serve
+    from sglang_sim.startup import serve  # aiohttp is only needed to serve
     return serve(args, profile, warnings)
 
 

@@ -1,4 +1,4 @@
-"""SGLang's HTTP API over the simulated engine (aiohttp), and the startup sequence.
+"""SGLang's HTTP API over the simulated engine (aiohttp); the start-up sequence is in startup.py.
 
 Shapes follow SGLang 0.5.23 (``srt/entrypoints/http_server.py``, ``srt/entrypoints/openai/``,
 ``srt/managers/tokenizer_manager.py``): /health, /health_generate, /model_info, /server_info
@@ -8,14 +8,12 @@ Shapes follow SGLang 0.5.23 (``srt/entrypoints/http_server.py``, ``srt/entrypoin
 
 import asyncio
 import json
-import os
-import signal
 import sys
 import time
 
 from aiohttp import web
 
-from sglang_sim import SGLANG_VERSION, __version__, adaptive, models, vocab
+from sglang_sim import SGLANG_VERSION, __version__, vocab
 from sglang_sim.args import server_args_dict
 from sglang_sim.engine import Engine
 
@@ -930,190 +928,3 @@ class StreamFlags(object):
 
 # -- startup ----------------------------------------------------------------------------------
 # SGLang 0.5.23 srt/model_executor/runner_backend_utils/__init__.py CUDA_GRAPH_CAPTURE_FAILED_MSG
-CUDA_GRAPH_FAILED_SOLUTIONS = (
-    "Possible solutions:\n"
-    "1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)\n"
-    "2. set --cuda-graph-max-bs-decode to a smaller value (e.g., 16)\n"
-    "3. disable decode CUDA graph by --cuda-graph-backend-decode=disabled. "
-    "(Not recommended. Huge performance loss)\n"
-    "Open an issue on GitHub https://github.com/sgl-project/sglang/issues/new/choose \n"
-)
-
-
-def _scheduler_crash(log, exc_line, where):
-    """What SGLang 0.5.x prints when a scheduler process dies during init."""
-    log.tp("Scheduler hit an exception: Traceback (most recent call last):\n"
-           '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2970, in run_scheduler_process\n'
-           "    scheduler = Scheduler(\n"
-           '  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/model_runner.py", line 0, in %s\n'
-           "%s" % (where, exc_line))
-    log.main("Received sigquit from a child process. It usually means the child failed.")
-
-
-def _memory_hint(log, plan):
-    """A plainly marked simulator line (not SGLang's) saying where the memory model ran out."""
-    log.raw("[sglang-sim] memory model per GPU: total %.2f GiB, weights %.2f GiB, outside the static pool %.2f GiB "
-            "(1 - mem_fraction_static %.3f), speculative buffers %.2f GiB (cuda_graph_max_bs %d x %d draft tokens), "
-            "left for the state and KV pools %.2f GiB"
-            % (plan["total_gib"], plan["weights_gib"], plan["total_gib"] * (1 - plan["mem_fraction_static"]),
-               plan["mem_fraction_static"], plan.get("spec_buffers_gib", 0.0), plan["cuda_graph_max_bs"],
-               plan["draft_tokens"], plan.get("pool_gib", plan["avail_after_weights_gib"])))
-
-
-async def _phase(seconds):
-    if seconds > 0:
-        await asyncio.sleep(seconds)
-
-
-async def startup_and_serve(args, profile, cfg, plan, log, warnings):
-    """Go through SGLang's startup phases, then serve until SIGTERM/SIGINT. Returns the exit code."""
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        try:
-            loop.add_signal_handler(sig, stop.set)
-        except (NotImplementedError, RuntimeError):
-            pass
-    timing = profile["timing"]
-    load = timing["load_time_s"]
-    hw = profile["hardware"]
-    tp = cfg.tp_size
-
-    async def phases():
-        for w in warnings:
-            log.main(w)
-        log.main("server_args=ServerArgs(%s)" % ", ".join("%s=%r" % kv for kv in sorted(server_args_dict(args).items())))
-        if tp > hw["gpu_count"]:
-            log.tp("Scheduler hit an exception: RuntimeError: CUDA error: invalid device ordinal "
-                   "(tp_size=%d but this machine has %d GPUs)" % (tp, hw["gpu_count"]))
-            log.main("Received sigquit from a child process. It usually means the child failed.")
-            return 1
-        log.tp("Init torch distributed begin.")
-        log.tp("Init torch distributed ends. mem usage=%.2f GB" % hw["runtime_overhead_gib"])
-        for rank in range(tp):
-            log.tp("Load weight begin. avail mem=%.2f GB" % plan["avail_before_weights_gib"], rank)
-        await _phase(load * 0.55)
-        if plan["error"] == "cuda_out_of_memory":
-            _scheduler_crash(log, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate %.2f GiB. GPU 0 has a total "
-                                  "capacity of %.2f GiB of which 0 bytes is free." % (plan["oom_tried_gib"], hw["gpu_memory_gib"]),
-                             "load_model")
-            log.raw("[sglang-sim] %.2f GiB of weights per GPU do not fit in %.2f GiB: raise --tp-size (the profile has %d GPUs)"
-                    % (plan["weights_gib"], plan["avail_before_weights_gib"], hw["gpu_count"]))
-            return 1
-        log.tp("Load weight end. type=%s, dtype=torch.bfloat16, avail mem=%.2f GB, mem usage=%.2f GB."
-               % (profile["model"]["architecture"], plan["avail_after_weights_gib"], plan["weights_gib"]))
-        if cfg.adaptive is not None and cfg.spec:
-            # 0.5.23 AdaptiveSpeculativeParams.__init__ (the first entry's slot), in the EAGLE worker's init
-            first = cfg.adaptive.keys[0]
-            log.tp("AdaptiveSpeculativeParams initialized: steps=%d, candidate_steps=%s"
-                   % (cfg.adaptive.initial_for(first), cfg.adaptive.entries[first][0]))
-        await _phase(load * 0.05)
-        if plan["error"] == "not_enough_memory":
-            _scheduler_crash(log, "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
-                             "init_memory_pool")
-            _memory_hint(log, plan)
-            return 1
-        if plan.get("mamba_slots") is not None:
-            log.tp("Mamba Cache is allocated. max_mamba_cache_size: %d, state size: %.2f GB"
-                   % (plan["mamba_slots"], plan["mamba_gib"]))
-        half = plan["kv_gib"] / 2.0
-        log.tp("KV Cache is allocated. #tokens: %d, K size: %.2f GB, V size: %.2f GB"
-               % (plan["max_total_num_tokens"], half, half))
-        log.tp("Memory pool end. avail mem=%.2f GB" % plan["avail_after_pools_gib"])
-        log.tp("Capture cuda graph begin. This can take up to several minutes. avail mem=%.2f GB" % plan["avail_after_pools_gib"])
-        log.tp("Capture cuda graph bs %s" % plan["capture_bs"])
-        await _phase(load * 0.35)
-        failed_state = plan.get("graph_failed_state")
-        if plan["error"] == "cuda_graph_capture_failed" and failed_state is None:
-            _scheduler_crash(log, "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate %.2f GiB.\n%s"
-                             % (plan["cuda_graph_gib"], CUDA_GRAPH_FAILED_SOLUTIONS), "init_device_graphs")
-            log.raw("[sglang-sim] CUDA graphs need %.2f GiB, %.2f GiB is left outside the static pool after activations"
-                    % (plan["cuda_graph_gib"], plan["graph_room_gib"]))
-            return 1
-        initial_gib = plan.get("initial_graph_gib", plan["cuda_graph_gib"])
-        log.tp("Capture cuda graph end. Time elapsed: %.2f s. mem usage=%.2f GB. avail mem=%.2f GB."
-               % (load * 0.35, initial_gib, plan["avail_after_pools_gib"] - initial_gib))
-        # 0.5.23 EAGLEWorkerV2.init_cuda_graphs -> AdaptiveController.init_states: a runtime state per
-        # further candidate, its graphs captured for the batch sizes that reach it (more start time).
-        for i, state in enumerate(plan.get("adaptive_states") or []):
-            capture_s = load * 0.35 * state["capture_share"]
-            await _phase(capture_s)
-            if failed_state == i:
-                _scheduler_crash(log, "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate %.2f GiB.\n%s"
-                                 % (state["graph_gib"], CUDA_GRAPH_FAILED_SOLUTIONS), "init_device_graphs")
-                log.raw("[sglang-sim] CUDA graphs of %d adaptive states need %.2f GiB, %.2f GiB is left outside the static pool "
-                        "after activations" % (len(plan["adaptive_states"]) + 1, plan["cuda_graph_gib"], plan["graph_room_gib"]))
-                return 1
-            log.tp("Built adaptive runtime state steps=%d: elapsed=%.2fs, mem=%.2fGB" % (state["steps"], capture_s, state["graph_gib"]))
-        context_len = cfg.context_length or profile["model"]["context_length"]
-        log.tp("max_total_num_tokens=%d, chunked_prefill_size=%d, max_prefill_tokens=16384, max_running_requests=%d, "
-               "context_len=%d, available_gpu_mem=%.2f GB"
-               % (plan["max_total_num_tokens"], args.chunked_prefill_size, plan["max_running_requests"], context_len,
-                  plan["avail_after_graph_gib"]))
-        await _phase(load * 0.05)
-        return 0
-
-    phase_task = asyncio.ensure_future(phases())
-    stop_task = asyncio.ensure_future(stop.wait())
-    done, _pending = await asyncio.wait([phase_task, stop_task], return_when=asyncio.FIRST_COMPLETED)
-    if stop_task in done:
-        phase_task.cancel()
-        log.main("Received SIGTERM during startup, exiting.")
-        return 0
-    code = phase_task.result()
-    if code:
-        stop_task.cancel()
-        return code
-
-    server = SimServer(args, profile, cfg, plan, log)
-    engine_task = asyncio.ensure_future(server.engine.run())
-    runner = web.AppRunner(server.make_app(), access_log=None, handle_signals=False, shutdown_timeout=1.0)
-    await runner.setup()
-    site = web.TCPSite(runner, args.host, args.port, reuse_address=True)
-    try:
-        await site.start()
-    except OSError as exc:
-        log.main("ERROR: [Errno %d] error while attempting to bind on address ('%s', %d): %s"
-                 % (exc.errno or 0, args.host, args.port, exc.strerror))
-        engine_task.cancel()
-        await runner.cleanup()
-        return 1
-    log.raw("INFO:     Started server process [%d]" % os.getpid())
-    log.raw("INFO:     Waiting for application startup.")
-    log.raw("INFO:     Application startup complete.")
-    log.raw("INFO:     Uvicorn running on http://%s:%d (Press CTRL+C to quit)" % (args.host, args.port))
-
-    async def warmup():
-        await _phase(timing["warmup_s"])
-        req = server.engine.submit(None, 4, 1, 0.0, True, lambda r, p, f: None)
-        await req.done
-        log.raw('INFO:     127.0.0.1:0 - "POST /generate HTTP/1.1" 200 OK')
-        server.ready = True
-        server.startup_time = round(time.time() - PROCESS_START, 3)
-        log.main("The server is fired up and ready to roll!")
-
-    warm_task = asyncio.ensure_future(warmup())
-    await stop.wait()
-    log.raw("INFO:     Shutting down")
-    warm_task.cancel()
-    server.engine.stopping = True
-    engine_task.cancel()
-    await runner.cleanup()
-    log.raw("INFO:     Finished server process [%d]" % os.getpid())
-    return 0
-
-
-def serve(args, profile, warnings):
-    """Entry point for a parsed, resolved command line."""
-    log = Logger()
-    cfg = models.SimConfig(
-        tp_size=args.tp_size, dp_size=args.dp_size, kv_cache_dtype=args.kv_cache_dtype,
-        mem_fraction_static=args.mem_fraction_static, max_running_requests=args.max_running_requests,
-        cuda_graph_max_bs=args.cuda_graph_max_bs_decode, context_length=args.context_length,
-        chunked_prefill_size=args.chunked_prefill_size, speculative_algorithm=args.speculative_algorithm,
-        speculative_num_steps=args.speculative_num_steps, speculative_eagle_topk=args.speculative_eagle_topk,
-        speculative_num_draft_tokens=args.speculative_num_draft_tokens,
-        adaptive=(adaptive.Schedule.from_path(args.speculative_adaptive_config, args.speculative_num_steps)
-                  if args.speculative_adaptive else None))
-    plan = models.memory_plan(profile, cfg)
-    return asyncio.run(startup_and_serve(args, profile, cfg, plan, log, warnings))
