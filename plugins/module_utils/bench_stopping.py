@@ -150,11 +150,19 @@ def whole_rounds(count, running):
 
 
 class StopRule:
-    """When an adaptive level may stop: ``metric``'s relative 95% half-width <= ``target``, or its
-    95% interval excludes every one of ``bounds`` (a comparison that more requests cannot change),
-    checked on whole rounds of ``running`` requests from ``min_requests`` on."""
+    """When an adaptive level may stop: ``metric``'s relative 95% half-width <= ``target``, or the
+    figure lies on one side of every one of ``bounds`` by more than the comparison's noise (a
+    comparison that more requests cannot change), checked on whole rounds of ``running`` requests
+    from ``min_requests`` on.
 
-    def __init__(self, metric, target, min_requests, running, bounds=()):
+    A bound is another measurement raised by a margin (the sweep: the incumbent's figure), with its
+    own standard error ``bounds_se``; the comparison the caller makes afterwards is settled only
+    when the difference clears ``z`` (at least this level's own interval quantile) times the
+    standard error of the difference, sqrt(se**2 + bounds_se**2). Without ``bounds_se`` the bounds
+    are taken as exact and this level's own interval decides.
+    """
+
+    def __init__(self, metric, target, min_requests, running, bounds=(), bounds_se=None, z=None):
         if metric not in METRICS:
             raise ValueError("stop metric must be one of %s, got %r" % (", ".join(METRICS), metric))
         self.metric = metric
@@ -163,6 +171,8 @@ class StopRule:
         self.running = max(1, running)
         # Values the figure is compared with (the sweep: what the incumbent's figure must be beaten by).
         self.bounds = [float(b) for b in bounds or () if b is not None]
+        self.bounds_se = float(bounds_se or 0.0)
+        self.z = float(z or 0.0)
         self.reached = None     # the precision that ended the level, when it did
 
     def precision(self, records, start, now, in_flight=()):
@@ -181,9 +191,11 @@ class StopRule:
         if prec["relative"] <= self.target:
             self.reached = dict(prec, why="precision")
             return True
-        # The comparison is already decided: the whole interval is on one side of every bound.
-        low, high = prec["estimate"] - prec["half_width"], prec["estimate"] + prec["half_width"]
-        if self.bounds and all(b < low or b > high for b in self.bounds):
-            self.reached = dict(prec, why="bounds")
+        # The comparison is already decided: the figure clears every bound by more than the noise of
+        # the difference (this level's and the bound's own), at the caller's z or this interval's quantile.
+        quantile = max(self.z, prec["half_width"] / prec["se"] if prec["se"] else 0.0)
+        noise = quantile * math.sqrt(prec["se"] ** 2 + self.bounds_se ** 2)
+        if self.bounds and all(abs(prec["estimate"] - b) > noise for b in self.bounds):
+            self.reached = dict(prec, why="bounds", bounds_noise=noise)
             return True
         return False

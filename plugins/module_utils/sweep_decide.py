@@ -474,7 +474,12 @@ def plan(configs, objective, repeats, params=None):
                         % (cfg['set_aside'], '' if cfg['set_aside'] == 1 else 's', ranked_concurrency(objective, p)))
             entry.update(action='measure', reason=why, bounds=[])
             if incumbent is not None and incumbent['score'] is not None and objective != 'constrained':
-                entry['bounds'] = sorted(set(round(incumbent['score'] * (1 + m), 3) for m in (p['margin'], p['early_stop_margin'])))
+                raise_by = (p['margin'], p['early_stop_margin'])
+                entry['bounds'] = sorted(set(round(incumbent['score'] * (1 + m), 3) for m in raise_by))
+                # The bounds carry the incumbent's own error, and beats() compares at a z corrected for the
+                # tie-breakers it looks at: a benchmark that stops on the bounds must have settled that comparison.
+                entry['bounds_se'] = round((incumbent.get('se') or 0.0) * (1 + max(raise_by)), 4)
+                entry['bounds_z'] = round(_z_for(1 + sum(1 for t in incumbent.get('tiebreak') or [] if t is not None)), 4)
             # Whether larger step counts run depends on this result.
             blocked = p['early_stop']
         out.append(entry)

@@ -135,10 +135,21 @@ options:
     description:
       - With O(stop=adaptive), values in tok/s that the O(stop_metric) figure will be compared with (a sweep
         passes the figure a step count has to reach to beat the best one so far). A level also stops once its
-        95% confidence interval lies entirely on one side of every bound (more requests would not change
-        the comparison).
+        figure lies on one side of every bound by more than the noise of the comparison (more requests would
+        not change it), measured by its own 95% interval, or with O(stop_bounds_se) by the standard error of the difference,
+        times O(stop_bounds_z) where that is larger.
     type: list
     elements: float
+  stop_bounds_se:
+    description:
+      - The standard error of the measurement the O(stop_bounds) come from (for a sweep, its best figure so far),
+        so that a level stops on the bounds only when the comparison clears both figures' noise.
+    type: float
+  stop_bounds_z:
+    description:
+      - The quantile the comparison with O(stop_bounds) uses (for a sweep, that of its decision, corrected for the
+        tie-breakers it looks at); the level's own interval quantile when larger.
+    type: float
   precision_levels:
     description:
       - With O(stop=adaptive), the concurrency levels whose O(stop_metric) figure must reach
@@ -555,6 +566,9 @@ def validate(module):
                 module.fail_json(msg="%s must be an integer >= 1; got %d" % (name, p[name]))
         if p["min_requests"] is not None and p["max_requests"] is not None and p["max_requests"] < p["min_requests"]:
             module.fail_json(msg="max_requests (%d) must be >= min_requests (%d)" % (p["max_requests"], p["min_requests"]))
+        for name in ("stop_bounds_se", "stop_bounds_z"):
+            if p[name] is not None and p[name] < 0:
+                module.fail_json(msg="%s must be a number >= 0; got %s" % (name, p[name]))
         if p["precision_levels"] is not None and any(c not in levels for c in p["precision_levels"]):
             module.fail_json(msg="precision_levels must be levels of concurrency_levels %s; got %s" % (levels, p["precision_levels"]))
     if p["requests_per_level"] is not None and p["requests_per_level"] < 1:
@@ -607,7 +621,8 @@ def requests_for(concurrency, requests_per_level, max_running=None):
 
 
 ADAPTIVE_MIN_REQUESTS = 4
-ADAPTIVE_OPTIONS = ("stop_metric", "target_precision", "min_requests", "max_requests", "stop_bounds", "precision_levels")
+ADAPTIVE_OPTIONS = ("stop_metric", "target_precision", "min_requests", "max_requests", "stop_bounds", "stop_bounds_se",
+                    "stop_bounds_z", "precision_levels")
 ADAPTIVE_CAP_FACTOR = 3
 
 
@@ -626,8 +641,10 @@ def level_plan(concurrency, params, max_running=None):
     cap = params.get("max_requests") or ADAPTIVE_CAP_FACTOR * requests_for(concurrency, None, max_running)
     cap = max(whole_rounds(cap, running), minimum)
     metric, target = params.get("stop_metric") or "per_request", params.get("target_precision") or 0.01
-    return cap, StopRule(metric, target, minimum, running, params.get("stop_bounds")), {
+    rule = StopRule(metric, target, minimum, running, params.get("stop_bounds"), params.get("stop_bounds_se"), params.get("stop_bounds_z"))
+    return cap, rule, {
         "mode": "adaptive", "metric": metric, "target": target, "bounds": params.get("stop_bounds") or [],
+        "bounds_se": params.get("stop_bounds_se"), "bounds_z": params.get("stop_bounds_z"),
         "min_requests": minimum, "max_requests": cap}
 
 
@@ -923,6 +940,8 @@ def main():
             min_requests=dict(type="int"),
             max_requests=dict(type="int"),
             stop_bounds=dict(type="list", elements="float"),
+            stop_bounds_se=dict(type="float"),
+            stop_bounds_z=dict(type="float"),
             precision_levels=dict(type="list", elements="int"),
             duration_s=dict(type="float"),
             warmup_requests=dict(type="int", default=2),

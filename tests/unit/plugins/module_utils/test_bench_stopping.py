@@ -119,6 +119,24 @@ def test_stop_rule_goes_on_while_imprecise_and_stops_when_the_interval_clears_th
     assert not inside.satisfied(recs, 0.0, recs[-1].t_end)
 
 
+def test_a_bound_with_its_own_error_needs_the_noise_of_the_difference_cleared():
+    """The sweep's bound is the incumbent's figure raised by the margin: measured, so uncertain too. A
+    figure just outside this level's own interval has not settled the comparison the decision makes."""
+    rng = random.Random(3)
+    recs = sequential([rng.gauss(280, 14) for _i in range(8)])
+    prec = bs.StopRule("per_request", 0.01, 4, 1).precision(recs, 0.0, recs[-1].t_end)
+    quantile = prec["half_width"] / prec["se"]
+    bound = prec["estimate"] - 1.1 * prec["half_width"]     # just below this level's interval
+    assert bs.StopRule("per_request", 0.01, 4, 1, bounds=[bound]).satisfied(recs, 0.0, recs[-1].t_end)
+    # The same bound, known only to the level's own standard error: the difference's noise is sqrt(2) wider.
+    assert not bs.StopRule("per_request", 0.01, 4, 1, bounds=[bound], bounds_se=prec["se"]).satisfied(recs, 0.0, recs[-1].t_end)
+    far = prec["estimate"] - 1.5 * quantile * prec["se"]
+    assert bs.StopRule("per_request", 0.01, 4, 1, bounds=[far], bounds_se=prec["se"]).satisfied(recs, 0.0, recs[-1].t_end)
+    # The caller's z (a Bonferroni-corrected decision) widens it further.
+    assert not bs.StopRule("per_request", 0.01, 4, 1, bounds=[far], bounds_se=prec["se"], z=3 * quantile).satisfied(
+        recs, 0.0, recs[-1].t_end)
+
+
 def test_stop_rule_refuses_an_unknown_metric():
     with pytest.raises(ValueError, match="per_request, aggregate"):
         bs.StopRule("p99", 0.01, 4, 1)

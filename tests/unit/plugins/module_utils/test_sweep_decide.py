@@ -342,6 +342,18 @@ def test_plan_gives_the_step_count_to_measure_the_figure_it_has_to_beat():
     assert sd.plan([ok(1), missing(2)], 'constrained', 1, {'max_ttft_p99_s': 1.0})[1]['bounds'] == []
 
 
+def test_the_bounds_carry_the_error_and_the_z_of_the_comparison_beats_makes():
+    """A benchmark that stops on its bounds must have settled what beats() will decide: the bound is the
+    incumbent's figure, measured with an error of its own, compared at the decision's corrected z."""
+    noisy_2 = with_precision(with_precision(run(2), 1, 'per_request', 3.0), 2, 'per_request', 3.0)
+    entry = sd.plan([ok(1), ok(2, noisy_2), missing(3)], 'agentic', 1, {'margin': 0.02, 'early_stop_margin': 0.05})[2]
+    assert entry['bounds_se'] == pytest.approx(3.0 * 1.05, rel=1e-3)
+    # Agentic looks at concurrency 1 and its tie-breaker at 2: z for two looks, as beats() uses.
+    assert entry['bounds_z'] == pytest.approx(sd._z_for(2), rel=1e-3)
+    thr = sd.plan([ok(1), ok(2), missing(3)], 'throughput', 1)[2]
+    assert thr['bounds_z'] == pytest.approx(1.96, abs=0.001) and thr['bounds_se'] == 0.0
+
+
 def test_evidence_names_the_host_that_measured_each_step_count():
     # sweep_split: one store, several hosts; a run's result carries the host that measured it
     # (spec_bench_result.host), a stored verdict its measured_by.
