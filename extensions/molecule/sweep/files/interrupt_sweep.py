@@ -7,6 +7,7 @@ finished (or died) on its own before that: then the resume test would prove noth
 """
 
 import glob
+import json
 import os
 import signal
 import subprocess
@@ -31,13 +32,20 @@ def main():
         if proc.poll() is not None:
             print('the sweep ended (rc %s) before %d configurations were stored' % (proc.returncode, wanted))
             return 1
+        at_signal = stored(results_dir, host)
+        signalled = time.time()
         proc.send_signal(signal.SIGINT)
         try:
             proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             proc.terminate()
             proc.wait(timeout=30)
-    print('interrupted after %s (rc %s)' % (', '.join(stored(results_dir, host)), proc.returncode))
+        stop_s = time.time() - signalled
+    # What verify checks: Ctrl-C ends the sweep promptly (ansible-playbook's rc 99), and what was stored.
+    record = {'stored_at_signal': at_signal, 'stored': stored(results_dir, host), 'rc': proc.returncode, 'stop_s': round(stop_s, 1)}
+    with open(log + '.json', 'w') as fh:
+        json.dump(record, fh)
+    print('interrupted after %s (rc %s, stopped %.1f s after Ctrl-C)' % (', '.join(record['stored']), proc.returncode, stop_s))
     return 0
 
 
