@@ -306,19 +306,17 @@ def with_precision(one_run, c, metric, se):
     return one_run
 
 
-def test_throughput_uses_the_reported_precision_of_the_aggregate():
-    # Steps 4 leads steps 3 by 5% at concurrency 32 (more than the 2% margin).
+def test_throughput_does_not_rank_on_the_batch_means_precision_of_the_aggregate():
+    """sglang_bench's batch-means precision of a closed loop's aggregate came out 6-7% wide where repeated
+    runs agree within 1%: ranked on it, no step count could win. The noise is the spread of repeats."""
     def configs(se):
         return [ok(3, with_precision(run(3, c32=2000.0), 32, 'aggregate', se)),
                 ok(4, with_precision(run(4, c32=2100.0), 32, 'aggregate', se))]
-    # Known to +-0.5%: the lead is real.
     assert sd.decide(configs(5.0), 'throughput')['winner'] == 4
-    # Known to about +-4% each: the lead is inside the noise and the smaller step count stays.
-    tied = sd.decide(configs(40.0), 'throughput')
-    assert tied['winner'] == 3
-    assert 'smaller step count stays' in [v for v in tied['verdicts'] if v['steps'] == 4][0]['verdict']
-    # Stored runs without a precision keep today's rule (noise only across repeats).
-    assert sd.decide([ok(3, run(3, c32=2000.0)), ok(4, run(4, c32=2100.0))], 'throughput')['winner'] == 4
+    assert sd.decide(configs(40.0), 'throughput')['winner'] == 4
+    # Repeats that disagree by more than the lead keep the smaller step count.
+    spread = [ok(3, run(3, c32=2000.0), run(3, c32=2000.0)), ok(4, run(4, c32=2100.0), run(4, c32=1900.0 + 400.0))]
+    assert sd.decide(spread, 'throughput')['winner'] == 3
 
 
 def test_agentic_uses_the_reported_precision_over_the_p10_p90_estimate():
