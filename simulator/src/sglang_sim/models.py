@@ -125,13 +125,17 @@ class SimConfig(object):
         """The seed's launch line with ``steps`` draft steps (topk 1, MTP), for predictions."""
         cfg = cls(tp_size=profile["hardware"]["gpu_count"], **kwargs)
         if steps:
-            cfg.speculative_algorithm = "EAGLE"
-            cfg.speculative_num_steps = steps
-            cfg.speculative_eagle_topk = 1
-            cfg.speculative_num_draft_tokens = steps + 1
-            if cfg.max_running_requests is None:
-                cfg.max_running_requests = 48
+            cfg._seed_speculative(steps)
         return cfg
+
+    def _seed_speculative(self, steps):
+        """The seed's MTP flags (EAGLE, topk 1, draft tokens steps + 1; max running 48 unless set)."""
+        self.speculative_algorithm = "EAGLE"
+        self.speculative_num_steps = steps
+        self.speculative_eagle_topk = 1
+        self.speculative_num_draft_tokens = steps + 1
+        if self.max_running_requests is None:
+            self.max_running_requests = 48
 
     @classmethod
     def for_schedule(cls, profile, schedule, **kwargs):
@@ -141,12 +145,7 @@ class SimConfig(object):
             schedule = adaptive_mod.Schedule.from_mapping(schedule)
         steps = schedule.initial_steps
         cfg = cls(tp_size=profile["hardware"]["gpu_count"], adaptive=schedule, **kwargs)
-        cfg.speculative_algorithm = "EAGLE"
-        cfg.speculative_num_steps = steps
-        cfg.speculative_eagle_topk = 1
-        cfg.speculative_num_draft_tokens = steps + 1
-        if cfg.max_running_requests is None:
-            cfg.max_running_requests = 48
+        cfg._seed_speculative(steps)
         return cfg
 
 
