@@ -19,6 +19,22 @@ from ansible.utils.collection_loader import AnsibleCollectionConfig
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "sglang_service")
 
+# The seed campaign's server (Qwen3.5-122B-A10B-FP8 on 4x RTX PRO 6000, tp 4, MTP steps 4): the
+# variables the rendering tests start from.
+SEED = dict(
+    sglang_service_model_path="/models/Qwen3.5-122B-A10B-FP8",
+    sglang_service_served_model_name="Qwen3.5-122B-A10B-FP8",
+    sglang_service_tp_size=4,
+    sglang_service_kv_cache_dtype="bf16",
+    sglang_service_speculative_algorithm="NEXTN",
+    sglang_service_speculative_num_steps=4,
+    sglang_service_speculative_eagle_topk=1,
+    sglang_service_cuda_home="/usr/local/cuda-13.0",
+    sglang_service_ld_library_path="/usr/local/cuda-13.0/lib64",
+    sglang_service_cuda_visible_devices="0,1,2,3",
+    sglang_service_nccl_env={"NCCL_IB_DISABLE": "1", "NCCL_P2P_LEVEL": "SYS"},
+)
+
 # The role's vars use the collection's filters (llmops.sglang.spec_*): resolve them from this
 # checkout, as ansible-playbook does from an installed collection (tests/conftest.py links the
 # checkout as ansible_collections/llmops/sglang under LLMOPS_PYTEST_COLLECTIONS_PATH).

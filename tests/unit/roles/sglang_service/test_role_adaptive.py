@@ -10,19 +10,11 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
-from rendering import ROLE, _load, _trust, config_options, role_var, server_argv, flags
+from rendering import ROLE, SEED, _load, _trust, config_options, role_var, server_argv, flags
 
 from ansible_collections.llmops.sglang.plugins.filter.speculative import (
     spec_adaptive_candidates, spec_adaptive_json, spec_adaptive_problems)
 
-SEED = dict(
-    sglang_service_model_path="/models/Qwen3.5-122B-A10B-FP8",
-    sglang_service_tp_size=4,
-    sglang_service_kv_cache_dtype="bf16",
-    sglang_service_speculative_algorithm="NEXTN",
-    sglang_service_speculative_num_steps=4,
-    sglang_service_speculative_eagle_topk=1,
-)
 SCHEDULE = {1: {"candidate_steps": [4]}, "16": {"candidate_steps": [3]}}
 ADAPTIVE = dict(SEED, sglang_service_speculative_adaptive=True, sglang_service_speculative_adaptive_config=SCHEDULE)
 PATH = "/etc/sglang/sglang.adaptive.json"

@@ -3,27 +3,13 @@ the command line and environment systemd would see, for several variable combina
 import pytest
 import yaml
 
-from rendering import config_options, env_file, exec_argv, flags, render, role_var, server_argv, unit_sections
+from rendering import SEED, config_options, env_file, exec_argv, flags, render, role_var, server_argv, unit_sections
 
 
 def server_flags(overrides):
     """{--flag: value or True} as SGLang 0.5.23 sees them (the --config file, then the command line)."""
     return flags(server_argv(overrides))
 
-
-SEED = dict(
-    sglang_service_model_path="/models/Qwen3.5-122B-A10B-FP8",
-    sglang_service_served_model_name="Qwen3.5-122B-A10B-FP8",
-    sglang_service_tp_size=4,
-    sglang_service_kv_cache_dtype="bf16",
-    sglang_service_speculative_algorithm="NEXTN",
-    sglang_service_speculative_num_steps=4,
-    sglang_service_speculative_eagle_topk=1,
-    sglang_service_cuda_home="/usr/local/cuda-13.0",
-    sglang_service_ld_library_path="/usr/local/cuda-13.0/lib64",
-    sglang_service_cuda_visible_devices="0,1,2,3",
-    sglang_service_nccl_env={"NCCL_IB_DISABLE": "1", "NCCL_P2P_LEVEL": "SYS"},
-)
 
 
 def test_seed_configuration_flags():
