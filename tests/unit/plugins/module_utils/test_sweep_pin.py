@@ -108,11 +108,12 @@ def test_report_table_csv_json_and_chart(tmp_path):
         {'steps': 4, 'status': 'ok', 'repeats': [{'levels': [_level(1, 277.0, 277.0), _level(32, 50.0, 1600.0)]}]},
         {'steps': 10, 'status': 'failed', 'repeats': [], 'failure': {'diagnosis': 'not_enough_memory'}},
     ]
-    evaluation = sweep_decide.evaluate(configs, 'agentic', 1, [1, 32])
+    # No schedule here (its report is tested below): the statics alone.
+    evaluation = sweep_decide.evaluate(configs, 'agentic', 1, [1, 32], {'schedule': False})
     assert evaluation['decision']['winner'] == 4
     md = sweep_report.markdown('gpu1', evaluation, {'model': 'm'})
-    assert '| 4 | 1 | 277.0 | 277.0 | 3.50 | 17 | ok (winner) |' in md
-    assert '| 10 | - | - | - | - | - | failed: not_enough_memory |' in md
+    assert '| 4 | 1 | 277.0 | 277.0 | - | 3.50 | 17 | ok (winner) |' in md
+    assert '| 10 | - | - | - | - | - | - | failed: not_enough_memory |' in md
     rows = sweep_report.measurement_rows('gpu1', evaluation['configs'])
     parsed = list(csv.DictReader(io.StringIO(sweep_report.to_csv(rows))))
     assert len(parsed) == 5 and parsed[-1]['diagnosis'] == 'not_enough_memory'

@@ -106,7 +106,7 @@ def test_decide_skips_after_a_memory_failure_and_the_report_says_why(tmp_path):
     assert res['plan'][-1]['reason'] == reason
     assert res['evidence'][-1]['status'] == 'skipped' and res['evidence'][-1]['verdict'] == reason
     rep = run('spec_sweep_report', {'dest': str(tmp_path / 'report'), 'host': 'gpu1', 'evaluation': res})
-    assert '| 11 | - | - | - | - | - | %s |' % reason in rep['table']
+    assert '| 11 | - | - | - | - | - | - | %s |' % reason in rep['table']
     with open(rep['markdown_path']) as fh:
         assert '- steps 11 (skipped): %s' % reason in fh.read()
     # The option off: steps 11 is measured.
