@@ -268,7 +268,10 @@ def _gain(new, old):
 
 
 def _fmt(value):
-    return 'n/a' if value is None else '%.1f' % value
+    # tok/s to one decimal; the balanced objective's ratios (below 2) and their noise to three.
+    if value is None:
+        return 'n/a'
+    return '%.3f' % value if 0 < abs(value) < 2 else '%.1f' % value
 
 
 def _at(values, idx):
