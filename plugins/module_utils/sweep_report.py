@@ -89,8 +89,9 @@ def _schedule_section(evaluation):
            'only by beating the best step count there.', '',
            '| concurrency | best static | aggregate tok/s | max_running_requests | why |', '| ---: | --- | ---: | ---: | --- |']
     for pick in picks:
-        out.append('| %s | %s | %s | %s | %s |' % (pick['concurrency'], _steps_cell(pick['steps']), _fmt(pick['score']),
-                                                 _fmt(pick.get('max_running_requests'), 0), (pick.get('why') or '').replace('|', '/')))
+        out.append('| %s | %s | %s | %s | %s |' % (
+            pick['concurrency'], _steps_cell(pick['steps']), _fmt(pick['score']), _fmt(pick.get('max_running_requests'), 0),
+            (pick.get('why') or '').replace('|', '/')))
     out += ['', '## Schedule', '']
     derived = schedule.get('derived')
     if derived:

@@ -290,8 +290,8 @@ def main():
     params = dict((k, p[k]) for k in keys)
     params['schedule'] = p['schedule']
     if p['algorithm'] not in (None, ''):
-        params['adaptive_unsupported'] = speculative.adaptive_unsupported_reason(p['algorithm'], p['eagle_topk'], p['extra_args'],
-                                                                                  p['dp_size'])
+        params['adaptive_unsupported'] = speculative.adaptive_unsupported_reason(
+            p['algorithm'], p['eagle_topk'], p['extra_args'], p['dp_size'])
     try:
         params = sweep_decide.validate(p['objective'], p['steps'], p['concurrency_levels'], p['repeats'], params)
     except sweep_decide.SweepError as exc:
