@@ -46,7 +46,7 @@ for h in $hosts; do
   echo "=== $h: report $res/$h/report/report.md"
   sed -n '/^## Results/,/^## Verdicts/p' "$res/$h/report/report.md" | sed '$d'
   echo "=== $h: pinned into $inv/host_vars/$h.yml"
-  grep -E '^sglang_service_speculative_(num_steps|eagle_topk|num_draft_tokens):' "$inv/host_vars/$h.yml"
+  grep -E '^sglang_service_speculative_(num_steps|eagle_topk|num_draft_tokens|adaptive|adaptive_config):' "$inv/host_vars/$h.yml"
 done
 
 # Where the time went: server restarts (start -> ready, as the role measured it), benchmarking
@@ -56,7 +56,8 @@ import glob, json, os, sys
 res, start, end, hosts = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4:]
 ready = bench = warm = 0.0
 for h in hosts:
-    for path in glob.glob(os.path.join(res, h, 'measurements', 'steps-*', 'repeat-*.json')):
+    # The step counts' runs and the derived schedule's (sweep_schedule).
+    for path in glob.glob(os.path.join(res, h, 'measurements', '*', 'repeat-*.json')):
         with open(path) as fh:
             doc = json.load(fh)['result']
         ready += float((doc.get('deployment') or {}).get('time_to_ready_s') or 0)

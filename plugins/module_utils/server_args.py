@@ -76,9 +76,12 @@ SERVER_ARGS = (
          None, True),
     # SGLang 0.5.23 reports speculative_adaptive false when it disabled adaptive at start
     # (speculative_hook._maybe_disable_adaptive): a deployment that asked for it must see it true.
-    _arg('sglang_service_speculative_adaptive', 'speculative-adaptive', 'switch', 'speculative_adaptive', 'match', True),
+    # Out of the sweep's fingerprint like the other speculative settings: the sweep deploys them itself
+    # (off for the statics, its derived schedule for the schedule) and pins them, so a pinned schedule
+    # must not make every stored result another setup's.
+    _arg('sglang_service_speculative_adaptive', 'speculative-adaptive', 'switch', 'speculative_adaptive', 'match', True, False),
     _arg('sglang_service_speculative_adaptive_config', 'speculative-adaptive-config', 'json_file', 'speculative_adaptive_config',
-         'report', True),
+         'report', True, False),
     # SGLang 0.5.23 reports the key back in /server_info; the collection never reads it there.
     _arg('sglang_service_api_key', 'api-key', 'secret', fingerprint=False),
     _arg('sglang_service_host', 'host', 'str', 'host', fingerprint=False),

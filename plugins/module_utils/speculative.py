@@ -169,3 +169,39 @@ def adaptive_config_json(config):
             return [norm(v) for v in value]
         return value
     return json.dumps(norm(config), indent=2, sort_keys=True) + '\n'
+
+
+def adaptive_unsupported_reason(algorithm, topk, extra_args=(), dp_size=1):
+    """Why SGLang 0.5.23 would not run ``--speculative-adaptive`` with these settings, in its own words
+    (adaptive_spec_params.adaptive_unsupported_reason, after NEXTN -> EAGLE), or None.
+
+    0.5.23 does not refuse such a server: it starts it with static steps and logs
+    ``speculative_adaptive disabled: <reason>`` (speculative_hook._maybe_disable_adaptive). The sweep
+    uses this to record a schedule that could not run instead of deploying it.
+    """
+    algo = resolved_algorithm(algorithm) if algorithm not in (None, '') else None
+    if algo not in ('EAGLE', 'EAGLE3'):
+        return 'speculative_algorithm=%s (only EAGLE/EAGLE3 are supported)' % algo
+    if topk is not None and int(topk) != 1:
+        return 'speculative_eagle_topk=%s (only topk=1 is supported)' % int(topk)
+    args = [str(a) for a in extra_args or ()]
+    for flag in ('--attn-dp-size', '--attention-data-parallel-size'):
+        if flag in args[:-1]:
+            try:
+                size = int(args[args.index(flag) + 1])
+            except ValueError:
+                size = 1
+            if size > 1:
+                return 'attention DP is not supported (adaptive tier decisions are not synchronized across DP ranks)'
+    if '--enable-dp-attention' in args and int(dp_size or 1) > 1:
+        return 'attention DP is not supported (adaptive tier decisions are not synchronized across DP ranks)'
+    words = {
+        '--enable-multi-layer-eagle': 'enable_multi_layer_eagle=True is not supported (MultiLayerEagleWorkerV2 does not implement adaptive)',
+        '--enable-two-batch-overlap': 'enable_two_batch_overlap=True is not supported (adaptive state swap would discard the TboAttnBackend '
+                                      'wrapper)',
+        '--enable-pdmux': 'enable_pdmux=True is not supported (adaptive state swap does not update decode_attn_backend_group)',
+    }
+    for flag in ('--enable-multi-layer-eagle', '--enable-two-batch-overlap', '--enable-pdmux'):
+        if flag in args:
+            return words[flag]
+    return None

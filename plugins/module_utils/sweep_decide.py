@@ -11,6 +11,13 @@ A *configuration record* describes one step count on one host::
      "repeats": [{"levels": [<sglang_bench level dict>, ...]}, ...],
      "failure": {"diagnosis": "not_enough_memory", "message": "...", ...} or None}
 
+Step count 0 is the *baseline*: speculative decoding off (no speculative flags at all). It is
+measured like any other configuration but takes no part in early stop, in the memory rule or in
+"the smaller step count wins a tie": it wins only when it beats the best speculative step count by
+more than the margin and the noise. The *schedule* (steps ``'schedule'``) is an adaptive config
+(SGLang 0.5.23 ``--speculative-adaptive``) derived from the measured statics: each measured
+concurrency level's best static step count, keyed by the running batch size (``derive_schedule()``).
+
 ``plan()`` says which step counts still need measuring (and which early stop skips);
 ``decide()`` picks the winner for an objective and explains why.
 """
@@ -22,12 +29,17 @@ __metaclass__ = type
 import math
 from statistics import NormalDist
 
-OBJECTIVES = ('agentic', 'throughput', 'constrained')
+OBJECTIVES = ('agentic', 'throughput', 'constrained', 'balanced')
 
 STATUS_OK = 'ok'
 STATUS_FAILED = 'failed'
 STATUS_SKIPPED = 'skipped'
 STATUS_MISSING = 'missing'
+
+# Step count 0: speculative decoding off, what every speedup is measured against.
+BASELINE = 0
+# The derived adaptive schedule's name where a step count would stand (records, table rows, verdicts).
+SCHEDULE = 'schedule'
 
 # Concurrency levels that break a tie at concurrency 1 for the agentic objective, in order.
 AGENTIC_TIEBREAK_LEVELS = (2, 3, 4)
@@ -42,6 +54,10 @@ DEFAULTS = {
     'min_per_request_tok_s': None,
     # Whether the sweep's benchmarks stop adaptively on the objective's ranked figure (sweep_stop adaptive).
     'adaptive_stop': False,
+    # Whether a schedule is derived from the statics and measured as one more candidate (sweep_schedule).
+    'schedule': True,
+    # Why SGLang 0.5.23 would not run the schedule adaptive (adaptive_unsupported_reason), or None.
+    'adaptive_unsupported': None,
 }
 
 
@@ -80,10 +96,11 @@ def validate(objective, steps, concurrency_levels, repeats, params=None):
     if objective not in OBJECTIVES:
         raise SweepError('sweep_objective must be one of %s, got %r' % (', '.join(OBJECTIVES), objective))
     if not isinstance(steps, (list, tuple)) or not steps:
-        raise SweepError('sweep_steps must be a non-empty list of integers >= 1, got %r' % (steps,))
+        raise SweepError('sweep_steps must be a non-empty list of integers >= 0 (0: the baseline, speculative decoding off), got %r'
+                         % (steps,))
     for s in steps:
-        if isinstance(s, bool) or not isinstance(s, int) or s < 1:
-            raise SweepError('sweep_steps must be a list of integers >= 1, got %r' % (s,))
+        if isinstance(s, bool) or not isinstance(s, int) or s < 0:
+            raise SweepError('sweep_steps must be a list of integers >= 0 (0: the baseline, speculative decoding off), got %r' % (s,))
     if len(set(steps)) != len(steps):
         raise SweepError('sweep_steps must not repeat a step count, got %r' % (list(steps),))
     if not isinstance(concurrency_levels, (list, tuple)) or not concurrency_levels:
@@ -251,7 +268,10 @@ def _gain(new, old):
 
 
 def _fmt(value):
-    return 'n/a' if value is None else '%.1f' % value
+    # tok/s to one decimal; the balanced objective's ratios (below 2) and their noise to three.
+    if value is None:
+        return 'n/a'
+    return '%.3f' % value if 0 < abs(value) < 2 else '%.1f' % value
 
 
 def _at(values, idx):
@@ -269,10 +289,21 @@ def _z_for(looks):
     return NormalDist().inv_cdf(1.0 - 0.025 / max(1, looks))
 
 
-def beats(larger, smaller, margin):
+def label(steps):
+    """How a candidate is named in verdicts and reasons: 'steps 4', 'the baseline (steps 0, ...)', 'the schedule'."""
+    if steps == SCHEDULE:
+        return 'the schedule'
+    if steps == BASELINE:
+        return 'the baseline (steps 0, speculative decoding off)'
+    return 'steps %d' % steps
+
+
+def beats(larger, smaller, margin, stays=None):
     """Whether ``larger`` (more steps) beats ``smaller`` by more than ``margin`` and the measured spread.
 
-    Returns ``(wins, why)``: the reason says which figure decided.
+    Returns ``(wins, why)``: the reason says which figure decided. ``stays`` replaces the closing words
+    of a tie ("the smaller step count stays ...") where the challenger is not a larger step count
+    (the baseline, the schedule).
     """
     def _clears(new, old, noise):
         gain = _gain(new, old)
@@ -284,13 +315,14 @@ def beats(larger, smaller, margin):
     looks = 1 + sum(1 for lt, st in zip(larger['tiebreak'], smaller['tiebreak']) if lt is not None and st is not None)
     z = _z_for(looks)
     noise = _noise(larger['spread'], smaller['spread'], larger.get('se'), smaller.get('se'), z)
+    other = label(smaller['steps'])
     if _clears(larger['score'], smaller['score'], noise):
-        return True, 'beats steps %d by %+.1f%% (%s vs %s; margin %.1f%%, spread %s)' % (
-            smaller['steps'], 100 * _gain(larger['score'], smaller['score']), _fmt(larger['score']),
+        return True, 'beats %s by %+.1f%% (%s vs %s; margin %.1f%%, spread %s)' % (
+            other, 100 * _gain(larger['score'], smaller['score']), _fmt(larger['score']),
             _fmt(smaller['score']), 100 * margin, _fmt(noise))
     if _clears(smaller['score'], larger['score'], noise):
-        return False, 'is %+.1f%% behind steps %d (%s vs %s)' % (
-            100 * _gain(larger['score'], smaller['score']), smaller['steps'], _fmt(larger['score']), _fmt(smaller['score']))
+        return False, 'is %+.1f%% behind %s (%s vs %s)' % (
+            100 * _gain(larger['score'], smaller['score']), other, _fmt(larger['score']), _fmt(smaller['score']))
     # A tie on the main figure: tie-breakers (agentic: concurrency 2-4) may decide, still by the margin.
     for idx, (lt, st) in enumerate(zip(larger['tiebreak'], smaller['tiebreak'])):
         if lt is None or st is None:
@@ -298,22 +330,24 @@ def beats(larger, smaller, margin):
         tie_noise = _noise(larger['tiebreak_spread'][idx], smaller['tiebreak_spread'][idx],
                            _at(larger.get('tiebreak_se'), idx), _at(smaller.get('tiebreak_se'), idx), z)
         if _clears(lt, st, tie_noise):
-            return True, 'ties steps %d on the main figure (%s vs %s) and wins tie-breaker #%d by %+.1f%% (%s vs %s)' % (
-                smaller['steps'], _fmt(larger['score']), _fmt(smaller['score']), idx + 1, 100 * _gain(lt, st), _fmt(lt), _fmt(st))
+            return True, 'ties %s on the main figure (%s vs %s) and wins tie-breaker #%d by %+.1f%% (%s vs %s)' % (
+                other, _fmt(larger['score']), _fmt(smaller['score']), idx + 1, 100 * _gain(lt, st), _fmt(lt), _fmt(st))
         if _clears(st, lt, tie_noise):
             break
     gain = _gain(larger['score'], smaller['score'])
-    room = 'more batch room'
-    if smaller.get('max_running_requests') is not None and larger.get('max_running_requests') is not None:
-        room = 'more batch room: max_running_requests %d against %d' % (
-            smaller['max_running_requests'], larger['max_running_requests'])
-    return False, ('does not beat steps %d by more than the %.1f%% margin and the spread %s (%s vs %s, %s); '
-                   'the smaller step count stays (less memory, %s)') % (
-        smaller['steps'], 100 * margin, _fmt(noise), _fmt(larger['score']), _fmt(smaller['score']),
-        'n/a' if gain is None else '%+.1f%%' % (100 * gain), room)
+    if stays is None:
+        room = 'more batch room'
+        if smaller.get('max_running_requests') is not None and larger.get('max_running_requests') is not None:
+            room = 'more batch room: max_running_requests %d against %d' % (
+                smaller['max_running_requests'], larger['max_running_requests'])
+        stays = 'the smaller step count stays (less memory, %s)' % room
+    return False, ('does not beat %s by more than the %.1f%% margin and the spread %s (%s vs %s, %s); %s') % (
+        other, 100 * margin, _fmt(noise), _fmt(larger['score']), _fmt(smaller['score']),
+        'n/a' if gain is None else '%+.1f%%' % (100 * gain), stays)
 
 
 def describe_objective(objective, params=None):
+    """The objective in words, for the reason, the report and the pinned evidence."""
     p = _params(params)
     if objective == 'agentic':
         return 'agentic: best median per-request tok/s at concurrency 1 (tie-breakers: concurrency 2, 3, 4)'
@@ -324,6 +358,9 @@ def describe_objective(objective, params=None):
         bounds.append('p99 TTFT <= %gs' % p['max_ttft_p99_s'])
     if p['min_per_request_tok_s'] is not None:
         bounds.append('median per-request tok/s >= %g' % p['min_per_request_tok_s'])
+    if objective == 'balanced':
+        return ('balanced: best worst-case ratio, over the concurrency levels, of aggregate output tok/s to the best static '
+                'step count at that level')
     return 'constrained: best aggregate output tok/s at a concurrency where %s' % ' and '.join(bounds)
 
 
@@ -369,8 +406,18 @@ def memory_failure(failure):
     return None
 
 
+def _order(steps):
+    """Static step counts ascending, then the schedule."""
+    return (1, 0) if steps == SCHEDULE else (0, steps)
+
+
 def _sorted_configs(configs):
-    return sorted(configs, key=lambda c: c['steps'])
+    return sorted(configs, key=lambda c: _order(c['steps']))
+
+
+def _statics(configs):
+    """The configurations of one step count each (the baseline included), not the schedule."""
+    return [c for c in _sorted_configs(configs) if c['steps'] != SCHEDULE]
 
 
 def ranked_concurrency(objective, params=None):
@@ -412,6 +459,29 @@ def for_objective(configs, objective, params=None):
     return out
 
 
+def _baseline_entry(cfg, repeats):
+    """The plan of the baseline: measured like any configuration, never stopped or skipped (it needs
+    the least memory of all, and says nothing about whether a larger step count pays)."""
+    have = len(cfg.get('repeats') or [])
+    entry = {'steps': cfg['steps'], 'missing_repeats': max(0, repeats - have)}
+    if cfg.get('status') == STATUS_FAILED:
+        entry.update(action='failed', reason=failure_text(cfg.get('failure')))
+    elif have >= repeats:
+        entry.update(action='done', reason='measured (%d repeat%s; the baseline)' % (have, '' if have == 1 else 's'))
+    else:
+        entry.update(action='measure', reason='%d of %d repeats to measure (the baseline, speculative decoding off)'
+                     % (entry['missing_repeats'], repeats), bounds=[])
+    return entry
+
+
+def _balanced_gain(summary_levels, best_levels):
+    """The largest relative gain of a step count's per-level figures over the best smaller step count
+    at the same level (None when no level compares): what balanced early stop looks at."""
+    gains = [_gain(lv['score'], best_levels[c]) for c, lv in summary_levels.items() if c in best_levels]
+    gains = [g for g in gains if g is not None]
+    return max(gains) if gains else None
+
+
 def plan(configs, objective, repeats, params=None):
     """Walk the step counts in ascending order and say what each one needs.
 
@@ -425,6 +495,9 @@ def plan(configs, objective, repeats, params=None):
     measure are the objective's figures it is compared with (the best so far raised by the margin
     and by the early-stop margin), for adaptive stopping: once the benchmark knows on which side
     of them the figure lies, more requests would not change the decision.
+    The baseline (steps 0) is planned on its own (``_baseline_entry``). For ``balanced`` early stop
+    asks whether steps N is better than every smaller step count at some level by the early-stop
+    margin: a step count that leads no level neither wins nor enters a schedule.
     """
     p = _params(params)
     out = []
@@ -432,8 +505,12 @@ def plan(configs, objective, repeats, params=None):
     stopped = None
     blocked = False
     no_memory = None    # why larger step counts would not fit (the smallest memory failure at start)
-    for cfg in _sorted_configs(for_objective(configs, objective, p)):
+    best_levels = {}    # balanced: the best figure per level among the smaller step counts
+    for cfg in _statics(for_objective(configs, objective, p)):
         steps = cfg['steps']
+        if steps == BASELINE:
+            out.append(_baseline_entry(cfg, repeats))
+            continue
         have = len(cfg.get('repeats') or [])
         entry = {'steps': steps, 'missing_repeats': max(0, repeats - have)}
         if cfg.get('status') == STATUS_FAILED:
@@ -441,13 +518,23 @@ def plan(configs, objective, repeats, params=None):
             memory = memory_failure(cfg.get('failure'))
             if p['skip_after_memory_failure'] and memory and no_memory is None:
                 no_memory = 'steps %d failed to start for memory (%s); a larger step count needs more' % (steps, memory)
-            if p['early_stop'] and incumbent is not None and stopped is None and not blocked:
+            if p['early_stop'] and (incumbent is not None or best_levels) and stopped is None and not blocked:
                 stopped = 'steps %d %s' % (steps, failure_text(cfg.get('failure')))
             out.append(entry)
             continue
         if have >= repeats:
             entry.update(action='done', reason='measured (%d repeat%s)' % (have, '' if have == 1 else 's'))
-            if not blocked:
+            if not blocked and objective == 'balanced':
+                mine = level_summaries(cfg)
+                if best_levels:
+                    gain = _balanced_gain(mine, best_levels)
+                    if p['early_stop'] and stopped is None and (gain is None or gain < p['early_stop_margin']):
+                        stopped = ('steps %d leads no concurrency level by the %.1f%% early-stop margin over the smaller step counts '
+                                   '(best gain %s)') % (steps, 100 * p['early_stop_margin'], 'n/a' if gain is None else '%+.1f%%' % (100 * gain))
+                for c, lv in mine.items():
+                    if lv['score'] is not None and (c not in best_levels or lv['score'] > best_levels[c]):
+                        best_levels[c] = lv['score']
+            elif not blocked:
                 summary = summarize(cfg, objective, p)
                 if incumbent is None:
                     if summary['score'] is not None:
@@ -475,7 +562,8 @@ def plan(configs, objective, repeats, params=None):
                 why += (' (%d stored run%s measured concurrency %s only to the minimum: another objective ranked another figure)'
                         % (cfg['set_aside'], '' if cfg['set_aside'] == 1 else 's', ranked_concurrency(objective, p)))
             entry.update(action='measure', reason=why, bounds=[])
-            if incumbent is not None and incumbent['score'] is not None and objective != 'constrained':
+            # Balanced ranks ratios between configurations, not a figure one benchmark could bound.
+            if incumbent is not None and incumbent['score'] is not None and objective not in ('constrained', 'balanced'):
                 raise_by = (p['margin'], p['early_stop_margin'])
                 entry['bounds'] = sorted(set(round(incumbent['score'] * (1 + m), 3) for m in raise_by))
                 # The bounds carry the incumbent's own error, and beats() compares at a z corrected for the
@@ -488,50 +576,244 @@ def plan(configs, objective, repeats, params=None):
     return out
 
 
-def decide(configs, objective, params=None):
-    """Pick the winner among measured configurations.
+# --- Per-level figures: the schedule and the balanced objective ----------------------------------
 
-    Returns ``{"winner": steps or None, "objective": text, "reason": text, "score": the winner's
-    score or None, "verdicts": [{"steps", "status", "score", "spread", "verdict"}, ...]}``.
+def level_summaries(config):
+    """``{concurrency: summary}`` of a configuration's aggregate output tok/s at every level it measured
+    on every repeat, shaped like ``summarize()`` so that ``beats()`` compares them.
+
+    The aggregate is what a level delivers under its load (at concurrency 1 the one stream's
+    end-to-end rate). Its noise is the spread across repeats or the level's own dispersion: the
+    relative standard error of the median per-request tok/s (what sglang_bench measured, ``_median_se``)
+    applied to the aggregate. Not the batch-means precision of the aggregate, which overstates it
+    (see ``score_repeat``'s throughput note).
+    """
+    per_rep = [_by_concurrency(r.get('levels')) for r in config.get('repeats') or []]
+    if not per_rep:
+        return {}
+    out = {}
+    for c in sorted(set.intersection(*[set(lv) for lv in per_rep])):
+        levels = [lv[c] for lv in per_rep]
+        if not all(level_ok(lv) and lv.get('aggregate_output_tok_s') is not None for lv in levels):
+            continue
+        aggs = [float(lv['aggregate_output_tok_s']) for lv in levels]
+        ses = []
+        for lv, agg in zip(levels, aggs):
+            prt = _per_request(lv)
+            ses.append(agg * _median_se(lv) / prt if prt else 0.0)
+        rooms = [lv.get('max_running_requests') for lv in levels if lv.get('max_running_requests') is not None]
+        out[c] = {'steps': config['steps'], 'score': median(aggs), 'spread': spread(aggs),
+                  'se': (median(ses) or 0.0) / math.sqrt(len(ses)), 'tiebreak': [], 'tiebreak_spread': [], 'tiebreak_se': [],
+                  'at': c, 'max_running_requests': int(median(rooms)) if rooms else None}
+    return out
+
+
+def _ok(configs):
+    return [c for c in configs if c.get('status') == STATUS_OK]
+
+
+def best_static_per_level(configs, concurrency_levels, params=None):
+    """For each measured concurrency level, the best static step count by aggregate tok/s.
+
+    Within the noise the smaller step count stays, as in ``decide()``: ascending, a larger one
+    replaces the best so far only when it ``beats()`` it by more than the margin and the spread.
+    The baseline (steps 0: no drafting, a schedule's candidate 0) takes the level only when it beats
+    the best speculative step count there. Returns
+    ``[{"concurrency", "steps", "score", "max_running_requests", "why"}, ...]`` in level order,
+    levels no configuration measured left out.
     """
     p = _params(params)
+    by_steps = [(c['steps'], level_summaries(c)) for c in _statics(_ok(configs))]
+    out = []
+    for conc in concurrency_levels:
+        best, why, base = None, '', None
+        for steps, levels in by_steps:
+            lv = levels.get(conc)
+            if lv is None:
+                continue
+            if steps == BASELINE:
+                base = lv
+                continue
+            if best is None:
+                best, why = lv, 'first measured'
+                continue
+            wins, text = beats(lv, best, p['margin'])
+            if wins:
+                best, why = lv, '%s %s' % (label(steps), text)
+        if base is not None:
+            if best is None:
+                best, why = base, 'only the baseline measured'
+            else:
+                wins, text = beats(base, best, p['margin'], stays='speculative decoding pays here')
+                if wins:
+                    best, why = base, 'the baseline %s' % text
+        if best is None:
+            continue
+        out.append({'concurrency': conc, 'steps': best['steps'], 'score': best['score'],
+                    'max_running_requests': best['max_running_requests'], 'why': why})
+    return out
+
+
+def derive_schedule(picks, batch_room):
+    """The adaptive config (SGLang 0.5.23 ``--speculative-adaptive-config``) that runs each level's best
+    static step count: ``{"1": {"candidate_steps": [4]}, "13": {"candidate_steps": [3]}}``, or None
+    when every level picks the same step count (the static one is the schedule).
+
+    ``picks``: ``best_static_per_level()``; ``batch_room``: ``{steps: effective max running requests}``
+    of the static configurations (what the records hold from /server_info).
+
+    SGLang 0.5.23 pads a running batch to the next captured CUDA-graph batch size and routes it to the
+    entry with the largest key not above that; it sizes memory, and so the batch room, for the largest
+    candidate. So a level's running batch under the schedule is its concurrency capped by the room of
+    the largest pick, and that is its key. Levels capped to the same batch size run the same batch: the
+    largest level's pick (the one that saturates it) takes it. Should that drop the largest pick, the
+    schedule's real room is larger than the cap, which changes nothing: batches above the cap reach the
+    last entry either way, and only the levels that took it fill them. Adjacent equal entries merge; the
+    first key is 1 (0.5.23 routes batches below the smallest key to it anyway).
+    """
+    picks = [p for p in picks if p.get('steps') is not None]
+    if len(set(p['steps'] for p in picks)) < 2:
+        return None
+    room = batch_room.get(max(p['steps'] for p in picks))
+    entries = []
+    for pick in sorted(picks, key=lambda p: p['concurrency']):
+        key = min(pick['concurrency'], room) if room else pick['concurrency']
+        if entries and key <= entries[-1][0]:
+            entries[-1] = (entries[-1][0], pick['steps'])
+        elif entries and entries[-1][1] == pick['steps']:
+            continue
+        else:
+            entries.append((key, pick['steps']))
+    merged = []
+    for key, steps in entries:
+        if not (merged and merged[-1][1] == steps):
+            merged.append((key, steps))
+    if len(merged) < 2:
+        return None
+    merged[0] = (1, merged[0][1])
+    return dict((str(key), {'candidate_steps': [steps]}) for key, steps in merged)
+
+
+def schedule_start_steps(config):
+    """--speculative-num-steps of a schedule: its largest candidate (0.5.23 requires one of them; memory
+    is sized for the largest anyway)."""
+    return max(s for entry in config.values() if isinstance(entry, dict) for s in entry.get('candidate_steps') or [])
+
+
+def balanced_summaries(configs, concurrency_levels, params=None):
+    """``{steps: summary}`` for the balanced objective: each candidate's worst ratio, over the levels, of its
+    aggregate tok/s to the best static at that level (the largest measured, the baseline included).
+
+    The ratio's noise is the candidate's own at that level, in the same units (spread and standard error
+    divided by the best). A candidate that misses a level some static measured does not qualify.
+    """
+    statics = _statics(_ok(configs))
+    per = dict((c['steps'], level_summaries(c)) for c in _ok(configs))
+    best = {}
+    for cfg in statics:
+        for conc, lv in per[cfg['steps']].items():
+            if conc in concurrency_levels and lv['score'] is not None and (conc not in best or lv['score'] > best[conc]):
+                best[conc] = lv['score']
+    out = {}
+    for steps, levels in per.items():
+        worst = None
+        for conc in sorted(best):
+            lv = levels.get(conc)
+            if lv is None or not best[conc]:
+                worst = None
+                break
+            ratio = lv['score'] / best[conc]
+            if worst is None or ratio < worst['score']:
+                worst = {'steps': steps, 'score': ratio, 'spread': lv['spread'] / best[conc], 'se': lv['se'] / best[conc],
+                         'tiebreak': [], 'tiebreak_spread': [], 'tiebreak_se': [], 'at': conc,
+                         'max_running_requests': lv['max_running_requests']}
+        out[steps] = worst or {'steps': steps, 'score': None, 'spread': 0.0, 'se': 0.0, 'tiebreak': [], 'at': None,
+                               'max_running_requests': None}
+    return out
+
+
+# --- The decision ---------------------------------------------------------------------------------
+
+def _fmt_score(objective, value):
+    if objective == 'balanced' and value is not None:
+        return '%.3f of the best static per level' % value
+    return _fmt(value)
+
+
+def decide(configs, objective, params=None, concurrency_levels=None):
+    """Pick the winner among measured configurations.
+
+    Returns ``{"winner": steps, SCHEDULE or None, "winner_kind": "static" | "baseline" | "schedule" or None,
+    "objective": text, "reason": text, "score": the winner's score or None,
+    "verdicts": [{"steps", "status", "score", "spread", "verdict"}, ...]}``.
+
+    The speculative step counts are compared ascending (a larger one must beat the best smaller one);
+    then the baseline and then the schedule, each of which wins only by beating the winner so far by
+    more than the margin and the noise (neither is "the smaller one" of a tie).
+    """
+    p = _params(params)
+    if objective == 'balanced':
+        levels = concurrency_levels or sorted(set(int(lv['concurrency']) for c in _ok(configs) for r in c.get('repeats') or []
+                                                  for lv in r.get('levels') or [] if lv.get('concurrency') is not None))
+        balanced = balanced_summaries(configs, levels, p)
     incumbent = None
     verdicts = []
     notes = []
-    for cfg in _sorted_configs(configs):
+    ordered = [c for c in _statics(configs) if c['steps'] != BASELINE]
+    ordered += [c for c in configs if c['steps'] == BASELINE] + [c for c in configs if c['steps'] == SCHEDULE]
+    for cfg in ordered:
+        steps = cfg['steps']
         status = cfg.get('status')
+        name = label(steps)
         if status != STATUS_OK:
             if status == STATUS_FAILED:
                 why = failure_text(cfg.get('failure'))
+                message = (cfg.get('failure') or {}).get('message')
+                if steps == SCHEDULE and message:
+                    why = '%s (%s)' % (why, message)
             else:
                 why = cfg.get('reason') or status
-            verdicts.append({'steps': cfg['steps'], 'status': status, 'score': None, 'spread': None, 'verdict': why})
-            notes.append('steps %d %s' % (cfg['steps'], why))
+            verdicts.append({'steps': steps, 'status': status, 'score': None, 'spread': None, 'verdict': why})
+            notes.append('%s %s' % (name, why))
             continue
-        summary = summarize(cfg, objective, p)
-        if summary['score'] is None:
-            why = 'does not qualify for the objective (%s)' % (
-                'no level meets the bounds' if objective == 'constrained' else 'no completed request at the ranked level')
-            verdicts.append({'steps': cfg['steps'], 'status': status, 'score': None, 'spread': summary['spread'], 'verdict': why})
-            notes.append('steps %d %s' % (cfg['steps'], why))
+        summary = balanced.get(steps) if objective == 'balanced' else summarize(cfg, objective, p)
+        if summary is None or summary['score'] is None:
+            why = 'does not qualify for the objective (%s)' % {
+                'constrained': 'no level meets the bounds', 'balanced': 'a level another configuration measured is missing'}.get(
+                    objective, 'no completed request at the ranked level')
+            verdicts.append({'steps': steps, 'status': status, 'score': None, 'spread': summary and summary['spread'], 'verdict': why})
+            notes.append('%s %s' % (name, why))
             continue
         if incumbent is None:
             incumbent = summary
-            why = 'first qualifying step count'
+            why = {BASELINE: 'the only qualifying configuration (no speculative step count qualified)',
+                   SCHEDULE: 'the only qualifying configuration'}.get(steps, 'first qualifying step count')
         else:
-            wins, why = beats(summary, incumbent, p['margin'])
+            stays = None
+            if steps == BASELINE:
+                stays = 'speculative decoding stays on (%s)' % label(incumbent['steps'])
+            elif steps == SCHEDULE:
+                stays = '%s stays (a static step count: nothing switches, memory for one step count)' % label(incumbent['steps'])
+            wins, why = beats(summary, incumbent, p['margin'], stays=stays)
             if wins:
                 incumbent = summary
-        verdicts.append({'steps': cfg['steps'], 'status': status, 'score': summary['score'], 'spread': summary['spread'], 'verdict': why})
-        notes.append('steps %d %s' % (cfg['steps'], why))
+        verdicts.append({'steps': steps, 'status': status, 'score': summary['score'], 'spread': summary['spread'], 'verdict': why})
+        notes.append('%s %s' % (name, why))
     objective_text = describe_objective(objective, p)
     if incumbent is None:
         reason = 'objective %s. No step count qualified: %s.' % (objective_text, '; '.join(notes) or 'nothing measured')
-        return {'winner': None, 'objective': objective_text, 'reason': reason, 'score': None, 'verdicts': verdicts}
-    at = '' if objective != 'constrained' else ' at concurrency %s' % _fmt_int(incumbent['at'])
-    reason = 'objective %s. Winner: steps %d with %s%s. %s.' % (
-        objective_text, incumbent['steps'], _fmt(incumbent['score']), at, '; '.join(notes))
-    return {'winner': incumbent['steps'], 'objective': objective_text, 'reason': reason, 'score': incumbent['score'],
+        return {'winner': None, 'winner_kind': None, 'objective': objective_text, 'reason': reason, 'score': None,
+                'verdicts': verdicts}
+    at = ''
+    if objective == 'constrained':
+        at = ' at concurrency %s' % _fmt_int(incumbent['at'])
+    elif objective == 'balanced':
+        at = ' (worst at concurrency %s)' % _fmt_int(incumbent['at'])
+    winner = incumbent['steps']
+    kind = 'schedule' if winner == SCHEDULE else 'baseline' if winner == BASELINE else 'static'
+    reason = 'objective %s. Winner: %s with %s%s. %s.' % (
+        objective_text, label(winner), _fmt_score(objective, incumbent['score']), at, '; '.join(notes))
+    return {'winner': winner, 'winner_kind': kind, 'objective': objective_text, 'reason': reason, 'score': incumbent['score'],
             'verdicts': verdicts}
 
 
@@ -540,7 +822,10 @@ def _fmt_int(value):
 
 
 def table(configs, concurrency_levels):
-    """Rows for the report: one per step count x concurrency, medians over repeats."""
+    """Rows for the report: one per configuration x concurrency, medians over repeats.
+
+    ``speedup``: the aggregate tok/s over the baseline's at the same concurrency (None without a
+    measured baseline)."""
     rows = []
     for cfg in _sorted_configs(configs):
         status = cfg.get('status')
@@ -548,7 +833,8 @@ def table(configs, concurrency_levels):
             reason = (cfg.get('failure') or {}).get('diagnosis') if status == STATUS_FAILED else cfg.get('reason')
             rows.append({'steps': cfg['steps'], 'concurrency': None, 'status': status, 'note': reason or '',
                          'per_request_tok_s': None, 'aggregate_tok_s': None, 'accept_length': None,
-                         'max_running_requests': None, 'ttft_p99_s': None, 'repeats': 0, 'requests_failed': None})
+                         'max_running_requests': None, 'ttft_p99_s': None, 'repeats': 0, 'requests_failed': None,
+                         'speedup': None})
             continue
         per_rep = [_by_concurrency(r.get('levels')) for r in cfg.get('repeats') or []]
         for c in concurrency_levels:
@@ -565,16 +851,57 @@ def table(configs, concurrency_levels):
                 'repeats': len(levels),
                 'requests_failed': sum(int(lv.get('requests_failed') or 0) for lv in levels),
             })
+    base = dict((r['concurrency'], r['aggregate_tok_s']) for r in rows
+                if r['steps'] == BASELINE and r['concurrency'] is not None and r['aggregate_tok_s'])
+    for r in rows:
+        if r['concurrency'] is not None:
+            agg, ref = r['aggregate_tok_s'], base.get(r['concurrency'])
+            r['speedup'] = round(agg / ref, 3) if agg is not None and ref else None
     return rows
 
 
-def evaluate(configs, objective, repeats, concurrency_levels, params=None):
+def _schedule_status(statics_plan, derived, record, p):
+    """The schedule candidate: ``(config record, plan entry)``; the record is None when no schedule
+    is measured (none derived, statics still to measure, or switched off)."""
+    waiting = [e['steps'] for e in statics_plan if e['action'] in ('measure', 'pending')]
+    if not p['schedule']:
+        return None, {'action': 'none', 'reason': 'not measured (sweep_schedule is false)'}
+    if waiting:
+        return None, {'action': 'pending', 'reason': 'waits for the static step counts (%s)' % ', '.join(str(s) for s in waiting)}
+    if derived is None:
+        return None, {'action': 'none', 'reason': 'no schedule: every measured level picks the same static step count'}
+    start = schedule_start_steps(derived)
+    if p['adaptive_unsupported']:
+        # SGLang 0.5.23 would start it and fall back to static steps (speculative_hook._maybe_disable_adaptive):
+        # the sweep does not deploy what cannot run, and records SGLang's own reason.
+        failure = {'kind': 'start', 'diagnosis': 'speculative_adaptive_disabled',
+                   'message': 'speculative_adaptive disabled: %s. Falling back to static speculative params.' % p['adaptive_unsupported'],
+                   'remedy': 'SGLang 0.5.23 runs adaptive speculative decoding with EAGLE, EAGLE3 or NEXTN and topk 1 only.'}
+        rec = {'steps': SCHEDULE, 'status': STATUS_FAILED, 'repeats': [], 'failure': failure, 'config': derived, 'start_steps': start}
+        return rec, {'action': 'failed', 'reason': failure_text(failure) + ' (' + failure['message'] + ')', 'config': derived,
+                     'start_steps': start}
+    record = dict(record or {'status': STATUS_MISSING, 'repeats': [], 'failure': None})
+    record.update(steps=SCHEDULE, config=derived, start_steps=start)
+    entry = {'config': derived, 'start_steps': start, 'missing_repeats': max(0, p['_repeats'] - len(record.get('repeats') or []))}
+    if record.get('status') == STATUS_FAILED:
+        entry.update(action='failed', reason=failure_text(record.get('failure')))
+    elif entry['missing_repeats'] == 0:
+        entry.update(action='done', reason='measured (%d repeat%s)' % (len(record['repeats']), '' if len(record['repeats']) == 1 else 's'))
+    else:
+        entry.update(action='measure', reason='%d of %d repeats to measure' % (entry['missing_repeats'], p['_repeats']))
+    return record, entry
+
+
+def evaluate(configs, objective, repeats, concurrency_levels, params=None, schedule_record=None):
     """Everything the playbook, the pin and the report need, from the stored configurations.
 
     Configurations that early stop skips (or that still wait) are marked so in the decision.
+    ``schedule_record``: the stored measurement of the derived schedule (``sweep_store.load_schedule``
+    for ``schedule.config`` of an evaluation without it), or None.
     """
     p = _params(params)
-    configs = for_objective(configs, objective, p)
+    p['_repeats'] = repeats
+    configs = for_objective([c for c in configs if c['steps'] != SCHEDULE], objective, p)
     steps_plan = plan(configs, objective, repeats, p)
     by_steps = dict((e['steps'], e) for e in steps_plan)
     marked = []
@@ -587,14 +914,24 @@ def evaluate(configs, objective, repeats, concurrency_levels, params=None):
             # An incomplete set of repeats is not compared: medians over fewer runs than asked would mislead.
             cfg.update(status=STATUS_MISSING, reason='not measured yet (%s)' % entry['reason'])
         marked.append(cfg)
-    decision = decide(marked, objective, p)
-    rows = table(marked, concurrency_levels)
+    picks = best_static_per_level(marked, concurrency_levels, p)
+    derived = derive_schedule(picks, dict((c['steps'], _batch_room(c)) for c in _ok(marked)))
+    if schedule_record is not None and derived is not None and \
+            _plain_config(schedule_record.get('config')) != _plain_config(derived):
+        schedule_record = None    # measured another schedule: this one is still to measure
+    sched_cfg, sched_entry = _schedule_status(steps_plan, derived, schedule_record, p)
+    if sched_cfg is not None and sched_entry['action'] in ('measure', 'pending'):
+        sched_cfg = dict(sched_cfg, status=STATUS_MISSING, reason='not measured yet (%s)' % sched_entry['reason'])
+    candidates = marked + ([sched_cfg] if sched_cfg is not None else [])
+    decision = decide(candidates, objective, p, concurrency_levels)
+    rows = table(candidates, concurrency_levels)
     verdicts = dict((v['steps'], v) for v in decision['verdicts'])
     evidence = []
-    for cfg in marked:
+    schedule_evidence = None
+    for cfg in candidates:
         per_step = [r for r in rows if r['steps'] == cfg['steps'] and r['concurrency'] is not None]
         verdict = verdicts.get(cfg['steps']) or {}
-        item = {'steps': cfg['steps'], 'status': cfg['status'], 'score': _round(verdict.get('score')),
+        item = {'steps': cfg['steps'], 'status': cfg['status'], 'score': _round(verdict.get('score'), 3 if objective == 'balanced' else 1),
                 'verdict': verdict.get('verdict') or ''}
         if cfg['status'] == STATUS_FAILED:
             item['diagnosis'] = (cfg.get('failure') or {}).get('diagnosis') or 'unknown'
@@ -610,8 +947,29 @@ def evaluate(configs, objective, repeats, concurrency_levels, params=None):
             item['max_running_requests'] = median([r['max_running_requests'] for r in per_step])
             if item['max_running_requests'] is not None:
                 item['max_running_requests'] = int(item['max_running_requests'])
-        evidence.append(item)
-    return {'plan': steps_plan, 'configs': marked, 'decision': decision, 'table': rows, 'evidence': evidence}
+            speedups = dict((r['concurrency'], r['speedup']) for r in per_step if r.get('speedup') is not None)
+            if speedups:
+                item['speedup'] = speedups
+        if cfg['steps'] == SCHEDULE:
+            item.update(config=cfg['config'], start_steps=cfg['start_steps'])
+            schedule_evidence = item
+        else:
+            evidence.append(item)
+    schedule = dict(sched_entry, picks=picks, derived=derived)
+    if derived is not None:
+        schedule.setdefault('config', derived)
+        schedule.setdefault('start_steps', schedule_start_steps(derived))
+    return {'plan': steps_plan, 'configs': candidates, 'decision': decision, 'table': rows, 'evidence': evidence,
+            'schedule': schedule, 'schedule_evidence': schedule_evidence}
+
+
+def _plain_config(config):
+    """An adaptive config compared as SGLang reads the file: string keys, lists."""
+    if isinstance(config, dict):
+        return dict((str(k), _plain_config(v)) for k, v in config.items())
+    if isinstance(config, (list, tuple)):
+        return [_plain_config(v) for v in config]
+    return config
 
 
 def _round(value, digits=1):

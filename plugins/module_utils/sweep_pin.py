@@ -124,7 +124,7 @@ def _compose(text):
 
 
 def _scalar_text(value):
-    """One plain YAML scalar, as a line's value."""
+    """One plain YAML scalar, or a flow collection, as a line's value."""
     if value is None:
         return 'null'
     if isinstance(value, bool):
@@ -233,15 +233,21 @@ def update_text(old_text, updates):
             missing.append('%s%s: %s%s' % (pad, key, _scalar_text(value), nl))
             continue
         _k, key_node, value_node = entries[keys.index(key)]
-        if not isinstance(value_node, yaml.ScalarNode) or value_node.start_mark.line != key_node.start_mark.line \
-                or value_node.end_mark.line != value_node.start_mark.line or value_node.style in ('|', '>'):
+        # A one-line value: a plain or quoted scalar, or a flow collection ({...} or [...]) on the key's
+        # line, as the sweep pins an adaptive schedule's config.
+        one_line = isinstance(value_node, yaml.ScalarNode) or (
+            isinstance(value_node, (yaml.MappingNode, yaml.SequenceNode)) and value_node.flow_style)
+        if not one_line or value_node.start_mark.line != key_node.start_mark.line \
+                or value_node.end_mark.line != value_node.start_mark.line or getattr(value_node, 'style', None) in ('|', '>'):
             raise PinError('%s is not a one-line value on its own key\'s line (line %d); the sweep only replaces such values: '
                            'write it as "%s: <value>"' % (key, key_node.start_mark.line + 1, key))
         line_no = key_node.start_mark.line
         line = lines[line_no]
         start, end = value_node.start_mark.column, value_node.end_mark.column
         raw = line[start:end]
-        if raw.startswith(('&', '*', '!')) or (start > 0 and line[:start].rstrip().endswith(('&', '!'))) \
+        # Inside a flow collection an anchor, alias or tag could stand anywhere: any of their marks refuses it.
+        inner = not isinstance(value_node, yaml.ScalarNode) and any(mark in raw for mark in ('&', '*', '!'))
+        if inner or raw.startswith(('&', '*', '!')) or (start > 0 and line[:start].rstrip().endswith(('&', '!'))) \
                 or _has_anchor(line, key_node.end_mark.column, start):
             raise PinError('%s carries an anchor, alias or tag (line %d); the sweep will not rewrite it (other keys may refer to it)'
                            % (key, line_no + 1))

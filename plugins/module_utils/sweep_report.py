@@ -28,10 +28,25 @@ def _fmt(value, digits=1):
     return str(value)
 
 
+def _steps_cell(steps):
+    """The configuration column: a step count, 0 (baseline) or the schedule."""
+    if steps == 'schedule':
+        return 'schedule'
+    if steps == 0:
+        return '0 (baseline)'
+    return str(steps)
+
+
+def _speedup(value):
+    return '-' if value is None else '%.2fx' % value
+
+
 def markdown_table(rows, winner=None):
-    """Step count x concurrency: per-request and aggregate tok/s, accept length, max_running_requests, status."""
-    lines = ['| steps | concurrency | per-request tok/s (median) | aggregate tok/s | accept length | max_running_requests | status |',
-             '| ---: | ---: | ---: | ---: | ---: | ---: | --- |']
+    """Configuration x concurrency: per-request and aggregate tok/s, speedup over the baseline (aggregate
+    tok/s at the same concurrency), accept length, max_running_requests, status."""
+    lines = ['| steps | concurrency | per-request tok/s (median) | aggregate tok/s | speedup over baseline | accept length '
+             '| max_running_requests | status |',
+             '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |']
     for r in rows:
         status = r['status']
         if r.get('note'):
@@ -39,10 +54,53 @@ def markdown_table(rows, winner=None):
             status = r['note'] if r['note'].startswith(status) else '%s: %s' % (status, r['note'])
         if winner is not None and r['steps'] == winner and r['status'] == 'ok':
             status += ' (winner)'
-        lines.append('| %s | %s | %s | %s | %s | %s | %s |' % (
-            r['steps'], _fmt(r['concurrency']), _fmt(r['per_request_tok_s']), _fmt(r['aggregate_tok_s']),
-            _fmt(r['accept_length'], 2), _fmt(r['max_running_requests'], 0), status.replace('|', '/')))
+        lines.append('| %s | %s | %s | %s | %s | %s | %s | %s |' % (
+            _steps_cell(r['steps']), _fmt(r['concurrency']), _fmt(r['per_request_tok_s']), _fmt(r['aggregate_tok_s']),
+            _speedup(r.get('speedup')), _fmt(r['accept_length'], 2), _fmt(r['max_running_requests'], 0), status.replace('|', '/')))
     return '\n'.join(lines) + '\n'
+
+
+def _label(steps):
+    if steps == 'schedule':
+        return 'the schedule'
+    if steps == 0:
+        return 'the baseline (steps 0, speculative decoding off)'
+    return 'steps %s' % steps
+
+
+def _winner_text(decision, schedule):
+    winner = decision['winner']
+    if winner is None:
+        return 'none (every configuration failed or none qualified)'
+    if winner == 'schedule':
+        return 'the schedule %s (--speculative-adaptive, --speculative-num-steps %s)' % (
+            json.dumps((schedule or {}).get('config'), sort_keys=True), (schedule or {}).get('start_steps'))
+    return _label(winner)
+
+
+def _schedule_section(evaluation):
+    """Per-level best static, the derived schedule and what became of it."""
+    schedule = evaluation.get('schedule') or {}
+    picks = schedule.get('picks') or []
+    if not picks and not schedule:
+        return []
+    out = ['## Best static step count per concurrency level', '',
+           'Aggregate tok/s; within the margin and the noise the smaller step count stays, and the baseline takes a level '
+           'only by beating the best step count there.', '',
+           '| concurrency | best static | aggregate tok/s | max_running_requests | why |', '| ---: | --- | ---: | ---: | --- |']
+    for pick in picks:
+        out.append('| %s | %s | %s | %s | %s |' % (
+            pick['concurrency'], _steps_cell(pick['steps']), _fmt(pick['score']), _fmt(pick.get('max_running_requests'), 0),
+            (pick.get('why') or '').replace('|', '/')))
+    out += ['', '## Schedule', '']
+    derived = schedule.get('derived')
+    if derived:
+        out.append('- derived: `%s` (keys: running batch sizes; SGLang 0.5.23 pads a batch to the next captured CUDA-graph '
+                   'size and uses the entry with the largest key not above it)' % json.dumps(derived, sort_keys=True))
+        out.append('- started with --speculative-num-steps %s (the largest candidate; memory and batch room follow it)'
+                   % schedule.get('start_steps'))
+    out.append('- %s: %s' % (schedule.get('action', 'none'), schedule.get('reason', '')))
+    return out + ['']
 
 
 def markdown(host, evaluation, meta):
@@ -50,15 +108,16 @@ def markdown(host, evaluation, meta):
     winner = decision['winner']
     out = ['# Speculative decoding sweep: %s' % host, '']
     out.append('- objective: %s' % decision['objective'])
-    out.append('- winner: %s' % ('steps %d' % winner if winner is not None else 'none (every configuration failed or none qualified)'))
+    out.append('- winner: %s' % _winner_text(decision, evaluation.get('schedule')))
     for key in ('serving', 'date', 'sglang_version', 'model', 'workload', 'concurrency_levels', 'repeats', 'margin', 'early_stop'):
         if meta.get(key) is not None:
             out.append('- %s: %s' % (key.replace('_', ' '), meta[key]))
     out += ['', '## Why', '', decision['reason'], '', '## Results (medians over repeats)', '',
             markdown_table(evaluation['table'], winner)]
+    out += _schedule_section(evaluation)
     out += ['## Verdicts', '']
     for v in decision['verdicts']:
-        out.append('- steps %d (%s): %s' % (v['steps'], v['status'], v['verdict']))
+        out.append('- %s (%s): %s' % (_label(v['steps']), v['status'], v['verdict']))
     if meta.get('chart'):
         out += ['', '![tok/s against concurrency](%s)' % meta['chart']]
     return '\n'.join(out) + '\n'
@@ -114,12 +173,18 @@ def chart(path, host, evaluation):
     winner = evaluation['decision']['winner']
     rows = [r for r in evaluation['table'] if r['status'] == 'ok' and r['concurrency'] is not None]
     fig, (ax_agg, ax_req) = plt.subplots(1, 2, figsize=(12, 4.8))
-    for steps in sorted(set(r['steps'] for r in rows)):
+    statics = sorted(set(r['steps'] for r in rows if r['steps'] != 'schedule'))
+    for steps in statics + (['schedule'] if any(r['steps'] == 'schedule' for r in rows) else []):
         mine = sorted((r for r in rows if r['steps'] == steps), key=lambda r: r['concurrency'])
         xs = [r['concurrency'] for r in mine]
         is_winner = steps == winner
+        name = {'schedule': 'schedule', 0: 'baseline (steps 0)'}.get(steps, 'steps %s' % steps)
         style = {'linewidth': 3.0 if is_winner else 1.2, 'marker': '*' if is_winner else 'o',
-                 'markersize': 11 if is_winner else 4, 'label': 'steps %d%s' % (steps, ' (winner)' if is_winner else '')}
+                 'markersize': 11 if is_winner else 4, 'label': '%s%s' % (name, ' (winner)' if is_winner else '')}
+        if steps == 'schedule':
+            style.update(linestyle='--', color='black', linewidth=3.0 if is_winner else 2.0)
+        elif steps == 0:
+            style.update(linestyle=':', color='grey')
         ax_agg.plot(xs, [r['aggregate_tok_s'] for r in mine], **style)
         ax_req.plot(xs, [r['per_request_tok_s'] for r in mine], **style)
     for ax, title in ((ax_agg, 'aggregate output tok/s'), (ax_req, 'median per-request tok/s')):
@@ -131,7 +196,7 @@ def chart(path, host, evaluation):
         ax.legend(fontsize=8)
     notes = []
     for status in ('failed', 'skipped'):
-        which = [c['steps'] for c in evaluation['configs'] if c.get('status') == status]
+        which = [_steps_cell(c['steps']) for c in evaluation['configs'] if c.get('status') == status]
         if which:
             notes.append('; %s: steps %s' % (status, ', '.join(str(s) for s in which)))
     fig.suptitle('%s: %s%s' % (host, evaluation['decision']['objective'], ''.join(notes)), fontsize=9)

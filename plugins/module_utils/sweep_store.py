@@ -8,6 +8,11 @@ measured, so that an interrupted sweep resumes where it stopped::
 
     <results_dir>/<host>/measurements/steps-<N>/repeat-<R>.json   (a benchmark run)
     <results_dir>/<host>/measurements/steps-<N>/failure.json      (a start failure)
+    <results_dir>/<host>/measurements/schedule/repeat-<R>.json    (the derived adaptive schedule)
+
+Step count 0 is the baseline (speculative decoding off). The schedule's files carry its adaptive
+config and start step count in the fingerprint (``schedule_fingerprint``): a schedule derived
+differently (the statics were measured again) is another configuration and is measured again.
 
 Every file carries the sweep's *fingerprint* (workload, levels, model, speculative
 settings other than the step count). Files whose fingerprint differs from the current
@@ -55,8 +60,29 @@ def host_dir(results_dir, host):
     return os.path.join(results_dir, _SAFE_HOST_RE.sub('_', host))
 
 
+SCHEDULE = 'schedule'
+
+
 def config_dir(results_dir, host, steps):
-    return os.path.join(host_dir(results_dir, host), 'measurements', 'steps-%d' % int(steps))
+    name = SCHEDULE if steps == SCHEDULE else 'steps-%d' % int(steps)
+    return os.path.join(host_dir(results_dir, host), 'measurements', name)
+
+
+def _plain(value):
+    if isinstance(value, dict):
+        return dict((str(k), _plain(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def schedule_fingerprint(fingerprint, schedule):
+    """The fingerprint of a schedule's records: the sweep's plus the adaptive config and its start steps."""
+    return dict(fingerprint, schedule={'config': _plain(schedule['config']), 'start_steps': int(schedule['start_steps'])})
+
+
+def _steps_value(steps):
+    return SCHEDULE if steps == SCHEDULE else int(steps)
 
 
 def write_json_atomic(path, data):
@@ -89,8 +115,12 @@ def _same_version(server_version, doc):
     return measured in (None, '') or str(measured) == str(server_version)
 
 
-def record_measurement(results_dir, host, steps, fingerprint, result, repeat=None):
-    """Store one benchmark run; ``repeat`` defaults to the next free index. Returns the path."""
+def record_measurement(results_dir, host, steps, fingerprint, result, repeat=None, schedule=None):
+    """Store one benchmark run; ``repeat`` defaults to the next free index. Returns the path.
+
+    With ``schedule`` ({config, start_steps}) the run is the schedule's (``steps`` is ignored)."""
+    if schedule is not None:
+        steps, fingerprint = SCHEDULE, schedule_fingerprint(fingerprint, schedule)
     cdir = config_dir(results_dir, host, steps)
     if repeat is None:
         # The next index after every stored run, whatever its fingerprint: a run of another setup
@@ -99,7 +129,7 @@ def record_measurement(results_dir, host, steps, fingerprint, result, repeat=Non
         repeat = max(taken) + 1 if taken else 1
     path = os.path.join(cdir, 'repeat-%d.json' % int(repeat))
     write_json_atomic(path, {
-        'schema': SCHEMA, 'kind': 'measurement', 'host': host, 'steps': int(steps), 'repeat': int(repeat),
+        'schema': SCHEMA, 'kind': 'measurement', 'host': host, 'steps': _steps_value(steps), 'repeat': int(repeat),
         'fingerprint': fingerprint, 'recorded_at': utcnow(), 'result': result,
     })
     # A successful start supersedes an earlier failure of the same configuration.
@@ -126,13 +156,15 @@ def is_verdict(failure):
     return failure.get('kind', 'start') in VERDICT_KINDS
 
 
-def record_failure(results_dir, host, steps, fingerprint, failure):
+def record_failure(results_dir, host, steps, fingerprint, failure, schedule=None):
+    if schedule is not None:
+        steps, fingerprint = SCHEDULE, schedule_fingerprint(fingerprint, schedule)
     if not is_verdict(failure):
         raise ValueError('only a verdict (failure kind %s) is stored as a configuration\'s result, got kind %r diagnosis %r'
                          % (' or '.join(VERDICT_KINDS), failure.get('kind'), failure.get('diagnosis')))
     path = os.path.join(config_dir(results_dir, host, steps), 'failure.json')
     write_json_atomic(path, {
-        'schema': SCHEMA, 'kind': 'failure', 'host': host, 'steps': int(steps),
+        'schema': SCHEMA, 'kind': 'failure', 'host': host, 'steps': _steps_value(steps),
         'fingerprint': fingerprint, 'recorded_at': utcnow(), 'failure': failure,
     })
     return path
@@ -158,6 +190,13 @@ def list_repeats(results_dir, host, steps, fingerprint, server_version=None):
     return sorted(found, key=lambda item: item[0])
 
 
+def load_schedule(results_dir, host, fingerprint, schedule, server_version=None):
+    """The record (see sweep_decide) of the schedule {config, start_steps}: what is stored for exactly it."""
+    record = load_configs(results_dir, host, [SCHEDULE], schedule_fingerprint(fingerprint, schedule), server_version)[0]
+    record.update(config=_plain(schedule['config']), start_steps=int(schedule['start_steps']))
+    return record
+
+
 def load_configs(results_dir, host, steps_list, fingerprint, server_version=None):
     """Configuration records (see sweep_decide) for every step count of the sweep."""
     configs = []
@@ -166,7 +205,7 @@ def load_configs(results_dir, host, steps_list, fingerprint, server_version=None
         failure = _read(os.path.join(config_dir(results_dir, host, steps), 'failure.json'))
         if not _same(fingerprint, failure) or not is_verdict(failure.get('failure')):
             failure = None
-        record = {'steps': int(steps), 'repeats': [], 'failure': None, 'files': [], 'recorded_at': None}
+        record = {'steps': _steps_value(steps), 'repeats': [], 'failure': None, 'files': [], 'recorded_at': None}
         if repeats:
             record['status'] = 'ok'
             for _idx, doc in repeats:

@@ -22,9 +22,17 @@ description:
     dispersion and corrected for the number of figures compared, whichever is larger); otherwise the smaller one stays (less
     memory, more batch room). Candidates with repeats are compared on their medians.
   - Objectives are V(agentic) (median per-request tok/s at concurrency 1, concurrency 2-4 as
-    tie-breakers), V(throughput) (aggregate tok/s at O(throughput_concurrency)) and V(constrained)
+    tie-breakers), V(throughput) (aggregate tok/s at O(throughput_concurrency)), V(constrained)
     (best aggregate tok/s at a concurrency whose p99 TTFT and median per-request tok/s stay within
-    O(max_ttft_p99_s) and O(min_per_request_tok_s)).
+    O(max_ttft_p99_s) and O(min_per_request_tok_s)) and V(balanced) (the best worst-case ratio, over the
+    concurrency levels, of aggregate tok/s to the best static step count at that level).
+  - Step count 0 is the baseline, speculative decoding off. It is measured first and takes no part in early
+    stop, in O(skip_after_memory_failure) or in ties; it wins only by beating the best step count by more
+    than O(margin) and the spread. The table and the evidence give every configuration's speedup over it.
+  - Once every step count is measured, failed or skipped, derives a schedule (O(schedule)) from the
+    statics, the best static step count at each measured concurrency level keyed by the running batch
+    size (SGLang 0.5.23 C(--speculative-adaptive-config)), and reads its stored measurement. The
+    schedule wins only by beating the best static by more than O(margin) and the spread.
   - Runs on the controller (delegate it to V(localhost)); never changes anything.
 author:
   - llmops.sglang contributors (@llmops)
@@ -52,7 +60,7 @@ options:
   objective:
     description: What the winner is best at.
     type: str
-    choices: [agentic, throughput, constrained]
+    choices: [agentic, throughput, constrained, balanced]
     default: agentic
   concurrency_levels:
     description: Concurrency levels that the benchmark measures.
@@ -112,6 +120,32 @@ options:
         the step count is measured again to the precision this objective needs.
     type: bool
     default: false
+  schedule:
+    description:
+      - Whether to derive a schedule from the statics and plan it as one more candidate (C(schedule) in the result).
+      - When every measured level picks the same static step count there is no schedule.
+    type: bool
+    default: true
+  algorithm:
+    description:
+      - The sweep's speculative algorithm, with O(eagle_topk) and O(extra_args) to tell whether SGLang 0.5.23 would
+        run a schedule adaptive.
+      - A schedule it would disable is returned as failed with SGLang's reason (C(speculative_adaptive disabled) and
+        why) instead of being planned for measuring.
+    type: str
+  eagle_topk:
+    description: The sweep's C(--speculative-eagle-topk) (SGLang 0.5.23 runs adaptive with topk 1 only).
+    type: int
+    default: 1
+  extra_args:
+    description: The host's C(sglang_service_extra_args) (attention DP, two-batch overlap and others disable adaptive in 0.5.23).
+    type: list
+    elements: str
+    default: []
+  dp_size:
+    description: The host's C(sglang_service_dp_size) (with C(--enable-dp-attention) it is attention DP).
+    type: int
+    default: 1
 notes:
   - Supports check mode (it never changes anything).
 seealso:
@@ -158,12 +192,19 @@ next_steps:
   type: int
   sample: 3
 winner:
-  description: The winning step count, or null when none qualifies (yet).
+  description:
+    - The winning step count (V(0) the baseline), V(schedule) when the derived schedule won, or null when none
+      qualifies (yet).
   returned: always
-  type: int
+  type: raw
   sample: 4
+winner_kind:
+  description: V(static), V(baseline) or V(schedule), or null without a winner.
+  returned: always
+  type: str
+  sample: static
 complete:
-  description: Whether every step count is measured, failed or skipped (no measuring left).
+  description: Whether every step count and the schedule are measured, failed or skipped (no measuring left).
   returned: always
   type: bool
 decision:
@@ -187,14 +228,33 @@ evidence:
   type: list
   elements: dict
 configs:
-  description: The stored configurations with status, failure and every repeat's benchmark result.
+  description: The stored configurations with status, failure and every repeat's benchmark result (the schedule last).
   returned: always
   type: list
   elements: dict
+schedule:
+  description:
+    - The schedule candidate. C(action) is V(none) (no schedule, or O(schedule) false), V(pending) (static step counts still
+      to measure), V(measure), V(done) or V(failed); C(reason) says why.
+    - C(picks) are the best static step count per concurrency level, C(derived) and C(config) the adaptive config,
+      C(start_steps) its C(--speculative-num-steps) (the largest candidate), C(missing_repeats) what is left to measure.
+  returned: always
+  type: dict
+  sample:
+    action: measure
+    reason: 1 of 1 repeats to measure
+    config: {"1": {"candidate_steps": [4]}, "13": {"candidate_steps": [3]}}
+    start_steps: 4
+    missing_repeats: 1
+schedule_evidence:
+  description: The schedule's compact results, as pinned under C(sglang_spec_sweep.schedule); null without a schedule.
+  returned: always
+  type: dict
 '''
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.llmops.sglang.plugins.module_utils import sweep_decide
+from ansible_collections.llmops.sglang.plugins.module_utils import speculative
 from ansible_collections.llmops.sglang.plugins.module_utils import sweep_store
 
 
@@ -216,6 +276,11 @@ def main():
             max_ttft_p99_s=dict(type='float'),
             min_per_request_tok_s=dict(type='float'),
             adaptive_stop=dict(type='bool', default=False),
+            schedule=dict(type='bool', default=True),
+            algorithm=dict(type='str'),
+            eagle_topk=dict(type='int', default=1),
+            extra_args=dict(type='list', elements='str', default=[]),
+            dp_size=dict(type='int', default=1),
         ),
         supports_check_mode=True,
     )
@@ -223,12 +288,22 @@ def main():
     keys = ('margin', 'early_stop', 'early_stop_margin', 'skip_after_memory_failure', 'throughput_concurrency', 'max_ttft_p99_s',
             'min_per_request_tok_s', 'adaptive_stop')
     params = dict((k, p[k]) for k in keys)
+    params['schedule'] = p['schedule']
+    if p['algorithm'] not in (None, ''):
+        params['adaptive_unsupported'] = speculative.adaptive_unsupported_reason(
+            p['algorithm'], p['eagle_topk'], p['extra_args'], p['dp_size'])
     try:
         params = sweep_decide.validate(p['objective'], p['steps'], p['concurrency_levels'], p['repeats'], params)
     except sweep_decide.SweepError as exc:
         module.fail_json(msg=str(exc))
     configs = sweep_store.load_configs(p['results_dir'], p['host'], p['steps'], p['fingerprint'], p['server_version'])
     evaluation = sweep_decide.evaluate(configs, p['objective'], p['repeats'], p['concurrency_levels'], params)
+    schedule = evaluation['schedule']
+    if schedule['action'] in ('measure', 'done', 'failed') and not params.get('adaptive_unsupported'):
+        # The derived schedule is known now: what is stored for exactly it decides.
+        record = sweep_store.load_schedule(p['results_dir'], p['host'], p['fingerprint'], schedule, p['server_version'])
+        evaluation = sweep_decide.evaluate(configs, p['objective'], p['repeats'], p['concurrency_levels'], params,
+                                           schedule_record=record)
     plan = evaluation['plan']
     to_measure = [e['steps'] for e in plan if e['action'] == 'measure']
     waiting = [e['steps'] for e in plan if e['action'] in ('measure', 'pending')]
@@ -236,12 +311,15 @@ def main():
         changed=False,
         plan=plan,
         next_steps=to_measure[0] if to_measure else None,
-        complete=not waiting,
+        complete=not waiting and evaluation['schedule']['action'] not in ('measure', 'pending'),
         winner=evaluation['decision']['winner'],
+        winner_kind=evaluation['decision']['winner_kind'],
         decision=evaluation['decision'],
         table=evaluation['table'],
         evidence=evaluation['evidence'],
         configs=evaluation['configs'],
+        schedule=evaluation['schedule'],
+        schedule_evidence=evaluation['schedule_evidence'],
     )
 
 

@@ -56,7 +56,9 @@ options:
     description: Explicit file to pin into (created if missing).
     type: path
   values:
-    description: Top-level variables to set (scalars), plus C(sglang_spec_sweep) (the evidence mapping).
+    description:
+      - Top-level variables to set, plus C(sglang_spec_sweep) (the evidence mapping).
+      - A value is a scalar or a mapping, which is written as one flow mapping on its key's line (an adaptive config).
     type: dict
     required: true
   preflight:

@@ -42,8 +42,18 @@ options:
     choices: [measured, failed, archived]
     default: measured
   steps:
-    description: Step count of the configuration. Required unless O(state=archived).
+    description:
+      - Step count of the configuration (V(0) is the baseline, speculative decoding off).
+      - Required unless O(state=archived) or O(schedule) is given.
     type: int
+  schedule:
+    description:
+      - The derived adaptive schedule the result or failure belongs to, instead of O(steps), as
+        M(llmops.sglang.spec_sweep_decide) returns it under C(schedule) (C(config), the adaptive config,
+        and C(start_steps), its C(--speculative-num-steps)).
+      - Stored under C(measurements/schedule/) with the config in its fingerprint, so that a schedule
+        derived differently is measured again.
+    type: dict
   fingerprint:
     description: What identifies the measurements of this sweep. Required unless O(state=archived).
     type: dict
@@ -111,14 +121,16 @@ def main():
             sweep_store.RESULTS_ARGUMENT_SPEC,
             state=dict(type='str', default='measured', choices=['measured', 'failed', 'archived']),
             steps=dict(type='int'),
+            schedule=dict(type='dict'),
             fingerprint=dict(type='dict'),
             result=dict(type='dict'),
             failure=dict(type='dict'),
         ),
         required_if=[
-            ('state', 'measured', ('steps', 'fingerprint', 'result')),
-            ('state', 'failed', ('steps', 'fingerprint', 'failure')),
+            ('state', 'measured', ('fingerprint', 'result')),
+            ('state', 'failed', ('fingerprint', 'failure')),
         ],
+        mutually_exclusive=[('steps', 'schedule')],
         supports_check_mode=True,
     )
     p = module.params
@@ -129,17 +141,26 @@ def main():
         if module.check_mode:
             module.exit_json(changed=True, path=None)
         module.exit_json(changed=True, path=sweep_store.archive(p['results_dir'], p['host']))
+    schedule = p['schedule']
+    if p['steps'] is None and schedule is None:
+        module.fail_json(msg='state=%s needs steps (a step count) or schedule (the derived schedule: config, start_steps)' % p['state'])
+    if schedule is not None and (not isinstance(schedule.get('config'), dict) or schedule.get('start_steps') is None):
+        module.fail_json(msg='schedule must hold config (the adaptive config mapping) and start_steps, got %r' % (schedule,))
+    what = 'the schedule' if schedule is not None else 'steps %d' % p['steps']
     if module.check_mode:
-        module.exit_json(changed=True, path=sweep_store.config_dir(p['results_dir'], p['host'], p['steps']))
+        module.exit_json(changed=True, path=sweep_store.config_dir(p['results_dir'], p['host'],
+                                                                   sweep_store.SCHEDULE if schedule is not None else p['steps']))
     try:
         if p['state'] == 'measured':
-            path = sweep_store.record_measurement(p['results_dir'], p['host'], p['steps'], p['fingerprint'], p['result'])
+            path = sweep_store.record_measurement(p['results_dir'], p['host'], p['steps'], p['fingerprint'], p['result'],
+                                                  schedule=schedule)
         else:
             if not sweep_store.is_verdict(p['failure']):
-                module.fail_json(msg='refusing to store steps %d: only a failure to start (kind start) or under load (kind load) is a '
+                module.fail_json(msg='refusing to store %s: only a failure to start (kind start) or under load (kind load) is a '
                                      'configuration\'s result; got kind %r, diagnosis %r' % (
-                                         p['steps'], p['failure'].get('kind'), p['failure'].get('diagnosis')))
-            path = sweep_store.record_failure(p['results_dir'], p['host'], p['steps'], p['fingerprint'], p['failure'])
+                                         what, p['failure'].get('kind'), p['failure'].get('diagnosis')))
+            path = sweep_store.record_failure(p['results_dir'], p['host'], p['steps'], p['fingerprint'], p['failure'],
+                                              schedule=schedule)
     except (IOError, OSError) as exc:
         module.fail_json(msg='cannot write the sweep result under %s: %s' % (p['results_dir'], exc))
     module.exit_json(changed=True, path=path)

@@ -59,3 +59,17 @@ def test_resolved_algorithm_follows_sglang_alias():
 def test_filters_are_registered():
     assert set(FilterModule().filters()) == {'spec_algorithms', 'spec_eagle_family', 'spec_draft_tokens', 'spec_adaptive_problems',
                                              'spec_adaptive_candidates', 'spec_adaptive_json'}
+
+
+@pytest.mark.parametrize('algorithm, topk, extra, dp, words', [
+    ('NEXTN', 1, [], 1, None),
+    ('EAGLE3', 1, [], 1, None),
+    ('NEXTN', 2, [], 1, 'speculative_eagle_topk=2 (only topk=1 is supported)'),
+    ('STANDALONE', 1, [], 1, 'speculative_algorithm=STANDALONE (only EAGLE/EAGLE3 are supported)'),
+    ('EAGLE', 1, ['--attn-dp-size', '2'], 1, 'attention DP is not supported'),
+    ('EAGLE', 1, ['--enable-dp-attention'], 2, 'attention DP is not supported'),
+    ('EAGLE', 1, ['--enable-two-batch-overlap'], 1, 'enable_two_batch_overlap=True is not supported'),
+])
+def test_adaptive_unsupported_reason_is_sglang_0_5_23s(algorithm, topk, extra, dp, words):
+    reason = speculative.adaptive_unsupported_reason(algorithm, topk, extra, dp)
+    assert (reason is None) if words is None else reason.startswith(words)

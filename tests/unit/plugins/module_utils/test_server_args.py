@@ -91,6 +91,7 @@ def test_what_the_others_derive():
     assert sglang_server_arg_vars("not_fingerprint") == [
         "sglang_service_speculative_algorithm", "sglang_service_speculative_num_steps",
         "sglang_service_speculative_eagle_topk", "sglang_service_speculative_num_draft_tokens",
+        "sglang_service_speculative_adaptive", "sglang_service_speculative_adaptive_config",
         "sglang_service_api_key", "sglang_service_host", "sglang_service_port"]
     assert set(sglang_server_arg_vars("fingerprint")) | set(sglang_server_arg_vars("not_fingerprint")) == set(sglang_server_arg_vars())
     with pytest.raises(AnsibleFilterError, match="unknown selection 'measured'"):

@@ -206,7 +206,7 @@ def test_plan_sorts_steps():
 @pytest.mark.parametrize('kwargs, fragment', [
     ({'objective': 'latency'}, 'sweep_objective must be one of agentic, throughput, constrained'),
     ({'steps': []}, 'sweep_steps'),
-    ({'steps': [1, 0]}, 'sweep_steps'),
+    ({'steps': [1, -1]}, 'sweep_steps must be a list of integers >= 0 (0: the baseline'),
     ({'steps': [1, 1]}, 'must not repeat'),
     ({'steps': ['2']}, 'sweep_steps'),
     ({'levels': [2, 4]}, 'must contain 1'),

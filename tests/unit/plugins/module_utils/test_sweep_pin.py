@@ -108,11 +108,12 @@ def test_report_table_csv_json_and_chart(tmp_path):
         {'steps': 4, 'status': 'ok', 'repeats': [{'levels': [_level(1, 277.0, 277.0), _level(32, 50.0, 1600.0)]}]},
         {'steps': 10, 'status': 'failed', 'repeats': [], 'failure': {'diagnosis': 'not_enough_memory'}},
     ]
-    evaluation = sweep_decide.evaluate(configs, 'agentic', 1, [1, 32])
+    # No schedule here (its report is tested below): the statics alone.
+    evaluation = sweep_decide.evaluate(configs, 'agentic', 1, [1, 32], {'schedule': False})
     assert evaluation['decision']['winner'] == 4
     md = sweep_report.markdown('gpu1', evaluation, {'model': 'm'})
-    assert '| 4 | 1 | 277.0 | 277.0 | 3.50 | 17 | ok (winner) |' in md
-    assert '| 10 | - | - | - | - | - | failed: not_enough_memory |' in md
+    assert '| 4 | 1 | 277.0 | 277.0 | - | 3.50 | 17 | ok (winner) |' in md
+    assert '| 10 | - | - | - | - | - | - | failed: not_enough_memory |' in md
     rows = sweep_report.measurement_rows('gpu1', evaluation['configs'])
     parsed = list(csv.DictReader(io.StringIO(sweep_report.to_csv(rows))))
     assert len(parsed) == 5 and parsed[-1]['diagnosis'] == 'not_enough_memory'
@@ -217,3 +218,28 @@ def test_a_file_with_only_comments_and_the_document_start_gets_the_keys_after_th
     new, changed = sweep_pin.update_text('---\n# pinned here\n', pinned(4))
     assert new.startswith('---\n# pinned here\nsglang_service_speculative_num_steps: 4\n') and changed
     assert yaml.safe_load(new)['sglang_spec_sweep']['winner'] == 4
+
+
+def test_a_schedule_is_pinned_as_one_flow_mapping_and_replaced_by_the_next_pin():
+    """The sweep pins an adaptive schedule's config on its key's line; the next sweep replaces that line
+    (a schedule, a static step count: null) and leaves the rest alone."""
+    schedule = {'1': {'candidate_steps': [4]}, '13': {'candidate_steps': [3]}}
+    values = dict(pinned(4), sglang_service_speculative_adaptive=True, sglang_service_speculative_adaptive_config=schedule)
+    first, changed = sweep_pin.update_text(USER_FILE, values)
+    assert 'sglang_service_speculative_adaptive_config' in changed
+    line = [ln for ln in first.splitlines() if ln.startswith('sglang_service_speculative_adaptive_config:')]
+    assert len(line) == 1 and yaml.safe_load(first)['sglang_service_speculative_adaptive_config'] == schedule
+    other = {'1': {'candidate_steps': [5]}, '9': {'candidate_steps': [2]}}
+    second, changed = sweep_pin.update_text(first, dict(values, sglang_service_speculative_adaptive_config=other))
+    assert changed == ['sglang_service_speculative_adaptive_config']
+    assert yaml.safe_load(second)['sglang_service_speculative_adaptive_config'] == other
+    assert len(second.splitlines()) == len(first.splitlines())
+    static, changed = sweep_pin.update_text(second, dict(values, sglang_service_speculative_adaptive=False,
+                                                         sglang_service_speculative_adaptive_config=None))
+    data = yaml.safe_load(static)
+    assert data['sglang_service_speculative_adaptive'] is False and data['sglang_service_speculative_adaptive_config'] is None
+    assert '# Connection settings: keep me' in static and data['extra'] == ['a', 'b']
+    # A flow mapping holding an alias or anchor is the operator's construction: refused.
+    with pytest.raises(sweep_pin.PinError):
+        sweep_pin.update_text('x: &a [3]\nsglang_service_speculative_adaptive_config: {"1": *a}\n',
+                              dict(values, sglang_service_speculative_adaptive_config=other))

@@ -108,3 +108,25 @@ def test_a_run_of_another_setup_is_kept_not_overwritten(tmp_path):
     assert old != new and os.path.exists(old) and os.path.exists(new)
     assert [i for i, _d in st.list_repeats(results, 'h', 1, {'pip': 'sglang==0.5.22'})] == [1]
     assert [i for i, _d in st.list_repeats(results, 'h', 1, {'pip': 'sglang==0.5.23'})] == [2]
+
+
+def test_the_schedule_is_stored_with_its_config_in_the_fingerprint(tmp_path):
+    results = str(tmp_path)
+    fp = {'workload': 'synthetic'}
+    schedule = {'config': {1: {'candidate_steps': [4]}, '13': {'candidate_steps': [3]}}, 'start_steps': 4}
+    path = st.record_measurement(results, 'gpu1', None, fp, result(300.0), schedule=schedule)
+    assert path.endswith(os.path.join('measurements', 'schedule', 'repeat-1.json'))
+    with open(path) as fh:
+        doc = json.load(fh)
+    assert doc['steps'] == 'schedule' and doc['fingerprint']['schedule']['config']['1'] == {'candidate_steps': [4]}
+    rec = st.load_schedule(results, 'gpu1', fp, schedule)
+    assert rec['status'] == 'ok' and rec['steps'] == 'schedule' and len(rec['repeats']) == 1
+    assert rec['config'] == {'1': {'candidate_steps': [4]}, '13': {'candidate_steps': [3]}} and rec['start_steps'] == 4
+    # Another schedule (the statics were measured again and picked otherwise) is still to measure.
+    other = {'config': {'1': {'candidate_steps': [5]}, '9': {'candidate_steps': [3]}}, 'start_steps': 5}
+    assert st.load_schedule(results, 'gpu1', fp, other)['status'] == 'missing'
+    # Its start failure is kept like a step count's.
+    st.record_failure(results, 'gpu1', None, fp, {'kind': 'start', 'diagnosis': 'speculative_adaptive_disabled'}, schedule=other)
+    assert st.load_schedule(results, 'gpu1', fp, other)['status'] == 'failed'
+    # The baseline is steps-0.
+    assert st.record_measurement(results, 'gpu1', 0, fp, result(60.0)).endswith(os.path.join('steps-0', 'repeat-1.json'))

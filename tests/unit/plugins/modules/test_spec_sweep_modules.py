@@ -106,7 +106,7 @@ def test_decide_skips_after_a_memory_failure_and_the_report_says_why(tmp_path):
     assert res['plan'][-1]['reason'] == reason
     assert res['evidence'][-1]['status'] == 'skipped' and res['evidence'][-1]['verdict'] == reason
     rep = run('spec_sweep_report', {'dest': str(tmp_path / 'report'), 'host': 'gpu1', 'evaluation': res})
-    assert '| 11 | - | - | - | - | - | %s |' % reason in rep['table']
+    assert '| 11 | - | - | - | - | - | - | %s |' % reason in rep['table']
     with open(rep['markdown_path']) as fh:
         assert '- steps 11 (skipped): %s' % reason in fh.read()
     # The option off: steps 11 is measured.
@@ -135,3 +135,43 @@ def test_store_refuses_an_infrastructure_failure(tmp_path):
     res = run('spec_sweep_store', args)
     assert res['_status'] == 'FAILED!' and 'refusing to store steps 2' in res['msg']
     assert not os.path.exists(os.path.join(str(tmp_path), 'gpu1', 'measurements', 'steps-2', 'failure.json'))
+
+
+def test_baseline_and_schedule_round_trip(tmp_path):
+    """Steps 0 is stored as steps-0; once the statics are measured the decide module derives the schedule,
+    the store keeps its run under measurements/schedule with the config in its fingerprint, and the next
+    decide reads it back (a differently derived schedule would not match)."""
+    results = str(tmp_path / 'results')
+    fp = {'workload': 'synthetic'}
+    # c=1: steps 4 leads; c=32: steps 3 leads (memory: 17 against 13 running).
+    figures = {0: (60.0, 1300.0, 32), 3: (232.0, 2645.0, 17), 4: (274.0, 2523.0, 13)}
+    for steps, (c1, c32, room) in figures.items():
+        lv1, lv32 = level(1, c1, c1), level(32, c32 / room, c32)
+        lv1['max_running_requests'] = lv32['max_running_requests'] = room
+        res = run('spec_sweep_store', {'results_dir': results, 'host': 'gpu1', 'steps': steps, 'fingerprint': fp,
+                                       'result': {'levels': [lv1, lv32]}})
+        assert res['path'].endswith('steps-%d/repeat-1.json' % steps)
+    args = {'results_dir': results, 'host': 'gpu1', 'steps': [0, 3, 4], 'concurrency_levels': [1, 32],
+            'fingerprint': fp, 'objective': 'balanced', 'algorithm': 'NEXTN'}
+    res = run('spec_sweep_decide', args)
+    assert res['schedule']['action'] == 'measure' and not res['complete']
+    assert res['schedule']['config'] == {'1': {'candidate_steps': [4]}, '13': {'candidate_steps': [3]}}
+    assert res['winner'] == 4 and res['winner_kind'] == 'static'
+    lv1, lv32 = level(1, 274.5, 274.5), level(32, 2640.0 / 13, 2640.0)
+    stored = run('spec_sweep_store', {'results_dir': results, 'host': 'gpu1', 'fingerprint': fp,
+                                      'schedule': {'config': res['schedule']['config'], 'start_steps': 4},
+                                      'result': {'levels': [lv1, lv32]}})
+    assert stored['path'].endswith('measurements/schedule/repeat-1.json')
+    res = run('spec_sweep_decide', args)
+    assert res['complete'] and res['schedule']['action'] == 'done'
+    assert res['winner'] == 'schedule' and res['winner_kind'] == 'schedule'
+    assert res['schedule_evidence']['config'] == {'1': {'candidate_steps': [4]}, '13': {'candidate_steps': [3]}}
+    rep = run('spec_sweep_report', {'dest': str(tmp_path / 'report'), 'host': 'gpu1', 'evaluation': res})
+    assert '| schedule | 32 |' in rep['table'] and '(winner)' in rep['table']
+    # topk 2: SGLang 0.5.23 would disable adaptive; the schedule is a failed candidate, the best static wins.
+    res = run('spec_sweep_decide', dict(args, eagle_topk=2))
+    assert res['schedule']['action'] == 'failed' and 'only topk=1 is supported' in res['schedule']['reason']
+    assert res['winner'] == 4 and res['complete']
+    # Neither steps nor schedule: refused, naming both.
+    bad = run('spec_sweep_store', {'results_dir': results, 'host': 'gpu1', 'fingerprint': fp, 'result': {'levels': []}})
+    assert bad['_status'] == 'FAILED!' and 'needs steps' in bad['msg'] and 'schedule' in bad['msg']

@@ -11,7 +11,6 @@ def server_flags(overrides):
     return flags(server_argv(overrides))
 
 
-
 def test_seed_configuration_flags():
     argv = exec_argv(render("sglang.service.j2", SEED))
     # the command line holds the interpreter, the module and the --config file only
@@ -258,3 +257,13 @@ def test_verification_and_last_good_settings_come_from_the_same_values():
     assert config_options(overrides)["mem-fraction-static"] == 0.85
     off = role_var("_sglang_service_expect", dict(SEED, sglang_service_speculative_algorithm=None))
     assert off["speculative_algorithm"] is None and off["speculative_num_steps"] is None
+
+
+def test_the_sweeps_baseline_renders_no_speculative_flag_at_all():
+    """Steps 0 of a sweep (roles/sweep/tasks/measure.yml): the algorithm null, steps 0, adaptive off. SGLang
+    then runs without speculative decoding: no --speculative-* option reaches it."""
+    baseline = dict(SEED, sglang_service_speculative_algorithm=None, sglang_service_speculative_num_steps=0,
+                    sglang_service_speculative_num_draft_tokens=None, sglang_service_speculative_adaptive=False,
+                    sglang_service_speculative_adaptive_config=None)
+    assert [k for k in config_options(baseline) if k.startswith("speculative")] == []
+    assert not [a for a in server_argv(baseline) if a.startswith("--speculative")]
