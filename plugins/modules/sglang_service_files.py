@@ -67,7 +67,7 @@ options:
         default: true
       return_before:
         description:
-          - In diff mode, return the content the file had before a change as RV(files.before), so that
+          - In diff mode, return the content the file had before a change (C(before) of its RV(files) entry), so that
             the caller can show a change of a file whose own diff is off (for example with a secret masked).
         type: bool
         default: false

@@ -11,7 +11,6 @@ def server_flags(overrides):
     return flags(server_argv(overrides))
 
 
-
 def test_seed_configuration_flags():
     argv = exec_argv(render("sglang.service.j2", SEED))
     # the command line holds the interpreter, the module and the --config file only
