@@ -173,7 +173,10 @@ crash_noticed_after_s:
   returned: always
   type: float
 systemd:
-  description: The unit's last seen ActiveState, SubState, Result, NRestarts, MainPID, ExecMainStatus.
+  description:
+    - The unit's last seen ActiveState, SubState, Result, NRestarts, MainPID, ExecMainStatus and InvocationID.
+    - On success the process that serves (InvocationID, NRestarts), so that a caller can tell a later crash
+      or restart from it without asking systemd again.
   returned: always
   type: dict
 '''
@@ -194,7 +197,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.service_systemd impo
 
 READY_LINE = 'The server is fired up and ready to roll'
 HEALTH_TIMEOUT_S = 5
-_SYSTEMD_KEYS = ('ActiveState', 'SubState', 'Result', 'NRestarts', 'MainPID', 'ExecMainStatus')
+_SYSTEMD_KEYS = ('ActiveState', 'SubState', 'Result', 'NRestarts', 'MainPID', 'ExecMainStatus', 'InvocationID')
 
 
 def http_get(url, api_key=None, timeout=HEALTH_TIMEOUT_S):

@@ -74,10 +74,13 @@ def test_off_by_default_and_a_config_alone_does_nothing():
 def test_a_change_of_the_file_restarts_the_server():
     with open(os.path.join(ROLE, "tasks", "render.yml"), encoding="utf-8") as fh:
         tasks = yaml.safe_load(fh)
-    render = [t for t in tasks if t["name"] == "Render the adaptive speculative config"][0]
-    assert render["register"] == "_sglang_service_adaptive" and render["ansible.builtin.copy"]["mode"] == "0644"
+    # every file is one entry of the one sglang_service_files task; the restart follows any of them
+    render = [t for t in tasks if "llmops.sglang.sglang_service_files" in t][0]
+    assert render["register"] == "_sglang_service_files"
+    entries = render["llmops.sglang.sglang_service_files"]["files"]
+    assert "'name': 'adaptive-config'" in entries and "'mode': '0644'" in entries and "'state': 'absent'" in entries
     decide = [t for t in tasks if t["name"] == "Decide whether the server must be restarted"][0]
-    assert "_sglang_service_adaptive" in decide["ansible.builtin.set_fact"]["_sglang_service_restart_needed"]
+    assert "_sglang_service_files.changed_names" in decide["ansible.builtin.set_fact"]["_sglang_service_restart_needed"]
 
 
 # -- validation (tasks/validate.yml, the first task) ---------------------------------------------

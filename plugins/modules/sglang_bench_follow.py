@@ -1,0 +1,175 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, llmops.sglang contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: sglang_bench_follow
+short_description: Follow an asynchronous M(llmops.sglang.sglang_bench) job with one call per status line
+version_added: 0.2.0
+description:
+  - Waits at most O(wait) seconds for an M(llmops.sglang.sglang_bench) job started with C(async) and C(poll 0),
+    then returns the benchmark's progress (its O(progress_file)) and whether the job has finished.
+    The wait ends early once the progress file says C(done) or C(failed), or the job has finished.
+  - Once the job has finished it returns the job's own result, as C(ansible.builtin.async_status) does (and
+    fails when the benchmark failed, with the benchmark's C(msg) and C(fault)), and removes O(cleanup), so that
+    a status line, the look at the job and the clean-up cost one remote call instead of four.
+  - Reads the job's results file (C(results_file) of the task that started the job), the file
+    C(ansible.builtin.async_status) reads.
+author:
+  - llmops.sglang contributors (@llmops)
+options:
+  progress_file:
+    description: The O(llmops.sglang.sglang_bench#module:progress_file) the job writes.
+    type: path
+    required: true
+  job_file:
+    description: The job's results file (C(results_file) of the task that started it).
+    type: path
+    required: true
+  wait:
+    description: Seconds to wait at most before returning the progress of a job that still runs.
+    type: float
+    default: 10
+  settle:
+    description:
+      - Seconds to wait at most, once the progress file says the benchmark ended, for the job to
+        write its result (the module still returns its figures after it wrote the last progress).
+    type: float
+    default: 5
+  cleanup:
+    description: Files and directories to remove once the job has finished (its results file, the progress directory).
+    type: list
+    elements: path
+    default: []
+extends_documentation_fragment:
+  - llmops.sglang.attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+notes:
+  - Runs on the host that runs the benchmark (stdlib only).
+seealso:
+  - module: llmops.sglang.sglang_bench
+  - module: ansible.builtin.async_status
+'''
+
+EXAMPLES = r'''
+- name: Follow the benchmark
+  llmops.sglang.sglang_bench_follow:
+    progress_file: "{{ progress_dir.path }}/progress.json"
+    job_file: "{{ bench_job.results_file }}"
+    wait: 10
+    cleanup:
+      - "{{ bench_job.results_file }}"
+      - "{{ progress_dir.path }}"
+  register: bench
+  until: bench.finished
+  retries: 100
+  delay: 0
+'''
+
+RETURN = r'''
+finished:
+  description: Whether the job has finished; then the job's own result keys are returned with it.
+  returned: always
+  type: bool
+bench_progress:
+  description: The progress file's content (null before the job wrote it).
+  returned: always
+  type: dict
+cleaned:
+  description: Whether O(cleanup) was removed (the job finished).
+  returned: always
+  type: bool
+'''
+
+import json
+import os
+import shutil
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+ENDED = ('done', 'failed')
+
+
+def read_json(path):
+    """The JSON document in ``path``; None while it is missing, empty or half written."""
+    try:
+        with open(path) as fh:
+            return json.loads(fh.read())
+    except (IOError, OSError, ValueError):
+        return None
+
+
+def job_finished(job):
+    """Whether a results file's document is the job's result (async_status' rule: the
+    wrapper's own placeholder has C(started))."""
+    return job is not None and 'started' not in job
+
+
+def follow(progress_file, job_file, wait, settle, clock=time.monotonic, sleep=time.sleep, interval=0.2):
+    """Wait for the job as the module does; returns (progress document, job document or None)."""
+    started = clock()
+    deadline = started + wait
+    ended_at = None
+    while True:
+        progress = read_json(progress_file)
+        job = read_json(job_file)
+        if job_finished(job):
+            return progress, job
+        now = clock()
+        if progress is not None and progress.get('state') in ENDED:
+            ended_at = now if ended_at is None else ended_at
+            if now - ended_at >= settle:
+                return progress, job
+        elif now >= deadline:
+            return progress, job
+        sleep(interval)
+
+
+def remove(paths):
+    for path in paths:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        elif os.path.lexists(path):
+            os.unlink(path)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            progress_file=dict(type='path', required=True),
+            job_file=dict(type='path', required=True),
+            wait=dict(type='float', default=10),
+            settle=dict(type='float', default=5),
+            cleanup=dict(type='list', elements='path', default=[]),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    if not os.path.exists(p['job_file']):
+        module.fail_json(msg='could not find job %s' % p['job_file'], finished=True, bench_progress=None, cleaned=False)
+    progress, job = follow(p['progress_file'], p['job_file'], max(0.0, p['wait']), max(0.0, p['settle']))
+    if not job_finished(job):
+        module.exit_json(changed=False, finished=False, bench_progress=progress, cleaned=False)
+    remove(p['cleanup'])
+    # The job's own result, as async_status returns it (its invocation is the benchmark's, not ours).
+    result = dict((k, v) for k, v in job.items() if k != 'invocation')
+    result.update(finished=True, bench_progress=progress, cleaned=True)
+    if result.get('failed'):
+        result.pop('failed')
+        module.fail_json(**dict(result, msg=result.get('msg') or 'the benchmark failed'))
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()
