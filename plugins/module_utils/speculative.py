@@ -158,17 +158,19 @@ def adaptive_candidates(config):
     return sorted(union)
 
 
+def adaptive_config_plain(config):
+    """An adaptive config as SGLang reads its file: string keys, lists (to write it or compare two)."""
+    if isinstance(config, dict):
+        return dict((str(k), adaptive_config_plain(v)) for k, v in config.items())
+    if isinstance(config, (list, tuple)):
+        return [adaptive_config_plain(v) for v in config]
+    return config
+
+
 def adaptive_config_json(config):
     """The file SGLang reads (--speculative-adaptive-config): the mapping with string keys."""
     import json
-
-    def norm(value):
-        if isinstance(value, dict):
-            return dict((str(k), norm(v)) for k, v in value.items())
-        if isinstance(value, (list, tuple)):
-            return [norm(v) for v in value]
-        return value
-    return json.dumps(norm(config), indent=2, sort_keys=True) + '\n'
+    return json.dumps(adaptive_config_plain(config), indent=2, sort_keys=True) + '\n'
 
 
 def adaptive_unsupported_reason(algorithm, topk, extra_args=(), dp_size=1):

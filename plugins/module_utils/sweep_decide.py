@@ -29,6 +29,8 @@ __metaclass__ = type
 import math
 from statistics import NormalDist
 
+from ansible_collections.llmops.sglang.plugins.module_utils.speculative import adaptive_config_plain
+
 OBJECTIVES = ('agentic', 'throughput', 'constrained', 'balanced')
 
 STATUS_OK = 'ok'
@@ -917,7 +919,7 @@ def evaluate(configs, objective, repeats, concurrency_levels, params=None, sched
     picks = best_static_per_level(marked, concurrency_levels, p)
     derived = derive_schedule(picks, dict((c['steps'], _batch_room(c)) for c in _ok(marked)))
     if schedule_record is not None and derived is not None and \
-            _plain_config(schedule_record.get('config')) != _plain_config(derived):
+            adaptive_config_plain(schedule_record.get('config')) != adaptive_config_plain(derived):
         schedule_record = None    # measured another schedule: this one is still to measure
     sched_cfg, sched_entry = _schedule_status(steps_plan, derived, schedule_record, p)
     if sched_cfg is not None and sched_entry['action'] in ('measure', 'pending'):
@@ -961,15 +963,6 @@ def evaluate(configs, objective, repeats, concurrency_levels, params=None, sched
         schedule.setdefault('start_steps', schedule_start_steps(derived))
     return {'plan': steps_plan, 'configs': candidates, 'decision': decision, 'table': rows, 'evidence': evidence,
             'schedule': schedule, 'schedule_evidence': schedule_evidence}
-
-
-def _plain_config(config):
-    """An adaptive config compared as SGLang reads the file: string keys, lists."""
-    if isinstance(config, dict):
-        return dict((str(k), _plain_config(v)) for k, v in config.items())
-    if isinstance(config, (list, tuple)):
-        return [_plain_config(v) for v in config]
-    return config
 
 
 def _round(value, digits=1):

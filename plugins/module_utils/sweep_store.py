@@ -37,6 +37,7 @@ import re
 import shutil
 
 from ansible_collections.llmops.sglang.plugins.module_utils.atomic_file import write_atomic
+from ansible_collections.llmops.sglang.plugins.module_utils.speculative import adaptive_config_plain
 
 SCHEMA = 1
 
@@ -68,17 +69,9 @@ def config_dir(results_dir, host, steps):
     return os.path.join(host_dir(results_dir, host), 'measurements', name)
 
 
-def _plain(value):
-    if isinstance(value, dict):
-        return dict((str(k), _plain(v)) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
-
-
 def schedule_fingerprint(fingerprint, schedule):
     """The fingerprint of a schedule's records: the sweep's plus the adaptive config and its start steps."""
-    return dict(fingerprint, schedule={'config': _plain(schedule['config']), 'start_steps': int(schedule['start_steps'])})
+    return dict(fingerprint, schedule={'config': adaptive_config_plain(schedule['config']), 'start_steps': int(schedule['start_steps'])})
 
 
 def _steps_value(steps):
@@ -193,7 +186,7 @@ def list_repeats(results_dir, host, steps, fingerprint, server_version=None):
 def load_schedule(results_dir, host, fingerprint, schedule, server_version=None):
     """The record (see sweep_decide) of the schedule {config, start_steps}: what is stored for exactly it."""
     record = load_configs(results_dir, host, [SCHEDULE], schedule_fingerprint(fingerprint, schedule), server_version)[0]
-    record.update(config=_plain(schedule['config']), start_steps=int(schedule['start_steps']))
+    record.update(config=adaptive_config_plain(schedule['config']), start_steps=int(schedule['start_steps']))
     return record
 
 
