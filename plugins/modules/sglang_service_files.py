@@ -127,10 +127,11 @@ import grp
 import os
 import pwd
 import stat
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_text
+
+from ansible_collections.llmops.sglang.plugins.module_utils.atomic_file import write_atomic
 
 
 class FilesError(Exception):
@@ -227,20 +228,12 @@ def write_file(path, data, uid, gid, mode, st):
         uid = st.st_uid if uid is None else uid
         gid = st.st_gid if gid is None else gid
         mode = stat.S_IMODE(st.st_mode) if mode is None else mode
-    fd, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), suffix='.tmp', dir=directory)
-    try:
-        with os.fdopen(fd, 'wb') as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+
+    def chown_and_rename(tmp, dest):
         if uid is not None or gid is not None:
             os.chown(tmp, -1 if uid is None else uid, -1 if gid is None else gid)
-        os.chmod(tmp, 0o644 if mode is None else mode)
-        os.rename(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        os.rename(tmp, dest)
+    write_atomic(path, data, mode=0o644 if mode is None else mode, replace=chown_and_rename)
 
 
 def apply_entry(entry, check_mode):
