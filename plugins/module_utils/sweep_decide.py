@@ -58,6 +58,8 @@ DEFAULTS = {
     'adaptive_stop': False,
     # Whether a schedule is derived from the statics and measured as one more candidate (sweep_schedule).
     'schedule': True,
+    # What the plan says when the schedule is off.
+    'schedule_off_reason': 'sweep_schedule is false',
     # Why SGLang 0.5.23 would not run the schedule adaptive (adaptive_unsupported_reason), or None.
     'adaptive_unsupported': None,
 }
@@ -867,7 +869,7 @@ def _schedule_status(statics_plan, derived, record, p):
     is measured (none derived, statics still to measure, or switched off)."""
     waiting = [e['steps'] for e in statics_plan if e['action'] in ('measure', 'pending')]
     if not p['schedule']:
-        return None, {'action': 'none', 'reason': 'not measured (sweep_schedule is false)'}
+        return None, {'action': 'none', 'reason': 'not measured (%s)' % p['schedule_off_reason']}
     if waiting:
         return None, {'action': 'pending', 'reason': 'waits for the static step counts (%s)' % ', '.join(str(s) for s in waiting)}
     if derived is None:

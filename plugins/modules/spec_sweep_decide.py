@@ -126,6 +126,11 @@ options:
       - When every measured level picks the same static step count there is no schedule.
     type: bool
     default: true
+  schedule_off_reason:
+    description:
+      - Why the schedule is not measured when O(schedule) is false, as the plan and the report say it.
+    type: str
+    default: sweep_schedule is false
   algorithm:
     description:
       - The sweep's speculative algorithm, with O(eagle_topk) and O(extra_args) to tell whether SGLang 0.5.23 would
@@ -277,6 +282,7 @@ def main():
             min_per_request_tok_s=dict(type='float'),
             adaptive_stop=dict(type='bool', default=False),
             schedule=dict(type='bool', default=True),
+            schedule_off_reason=dict(type='str', default='sweep_schedule is false'),
             algorithm=dict(type='str'),
             eagle_topk=dict(type='int', default=1),
             extra_args=dict(type='list', elements='str', default=[]),
@@ -289,6 +295,7 @@ def main():
             'min_per_request_tok_s', 'adaptive_stop')
     params = dict((k, p[k]) for k in keys)
     params['schedule'] = p['schedule']
+    params['schedule_off_reason'] = p['schedule_off_reason']
     if p['algorithm'] not in (None, ''):
         params['adaptive_unsupported'] = speculative.adaptive_unsupported_reason(
             p['algorithm'], p['eagle_topk'], p['extra_args'], p['dp_size'])

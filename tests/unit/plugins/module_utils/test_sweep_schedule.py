@@ -174,6 +174,10 @@ def test_evaluate_derives_the_schedule_once_the_statics_are_settled():
     assert ev['decision']['winner'] == 4
     ev = sd.evaluate(statics(), 'balanced', 1, LEVELS, {'schedule': False})
     assert ev['schedule']['action'] == 'none' and ev['schedule_evidence'] is None
+    assert ev['schedule']['reason'] == 'not measured (sweep_schedule is false)'
+    # The sweep says why when it is off for another reason (sweep_split).
+    ev = sd.evaluate(statics(), 'balanced', 1, LEVELS, {'schedule': False, 'schedule_off_reason': 'with sweep_split ...'})
+    assert ev['schedule']['reason'] == 'not measured (with sweep_split ...)'
 
 
 def test_a_record_of_another_schedule_is_not_this_one():
