@@ -37,7 +37,7 @@ limit=${hosts// /,}
 
 # shellcheck disable=SC2086
 ansible-playbook -i "$inv" playbooks/sweep.yml --limit "$limit" \
-  -e '{"sweep_steps": [1, 2, 3, 4, 5, 10], "sweep_output_len": 256, "sweep_input_len": 512}' \
+  -e '{"sweep_steps": [0, 1, 2, 3, 4, 5, 10], "sweep_output_len": 256, "sweep_input_len": 512}' \
   -e "sweep_results_dir=$res" -e sweep_fresh=true ${DEMO_ARGS:-}
 end=$(date +%s.%N)
 
