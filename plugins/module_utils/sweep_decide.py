@@ -369,9 +369,10 @@ def describe_objective(objective, params=None):
 
 
 def failure_text(failure):
-    """'failed to start: <diagnosis>' or 'failed under load: <diagnosis>' of a stored verdict."""
+    """'failed to start: <diagnosis>', 'failed under load: <diagnosis>' or, for a schedule the sweep
+    did not deploy because SGLang would not run it, 'not deployed: <diagnosis>'."""
     failure = failure or {}
-    kind = 'failed under load' if failure.get('kind') == 'load' else 'failed to start'
+    kind = {'load': 'failed under load', 'not_deployed': 'not deployed'}.get(failure.get('kind'), 'failed to start')
     return '%s: %s' % (kind, failure.get('diagnosis') or 'unknown')
 
 
@@ -878,7 +879,7 @@ def _schedule_status(statics_plan, derived, record, p):
     if p['adaptive_unsupported']:
         # SGLang 0.5.23 would start it and fall back to static steps (speculative_hook._maybe_disable_adaptive):
         # the sweep does not deploy what cannot run, and records SGLang's own reason.
-        failure = {'kind': 'start', 'diagnosis': 'speculative_adaptive_disabled',
+        failure = {'kind': 'not_deployed', 'diagnosis': 'speculative_adaptive_disabled',
                    'message': 'speculative_adaptive disabled: %s. Falling back to static speculative params.' % p['adaptive_unsupported'],
                    'remedy': 'SGLang 0.5.23 runs adaptive speculative decoding with EAGLE, EAGLE3 or NEXTN and topk 1 only.'}
         rec = {'steps': SCHEDULE, 'status': STATUS_FAILED, 'repeats': [], 'failure': failure, 'config': derived, 'start_steps': start}

@@ -230,6 +230,7 @@ def test_a_schedule_sglang_would_disable_is_a_failed_candidate_and_the_best_stat
     ev = sd.evaluate(statics(), 'balanced', 1, LEVELS, {'adaptive_unsupported': reason})
     assert ev['schedule']['action'] == 'failed'
     assert 'speculative_adaptive disabled: speculative_eagle_topk=2' in ev['schedule']['reason']
+    assert ev['schedule']['reason'].startswith('not deployed: speculative_adaptive_disabled')  # never started
     assert ev['decision']['winner'] == 4
     verdict = [v for v in ev['decision']['verdicts'] if v['steps'] == sd.SCHEDULE][0]
     assert verdict['status'] == 'failed' and 'speculative_adaptive disabled' in verdict['verdict']
