@@ -28,8 +28,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import asyncio
+import errno
 import json
 import os
+import stat
 import time
 
 from ansible_collections.llmops.sglang.plugins.module_utils.atomic_file import write_atomic
@@ -43,6 +45,27 @@ DEFAULT_EVERY = 2.0
 
 def _utc(stamp):
     return time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(stamp))
+
+
+def private_directory(path):
+    """Make ``path`` the progress file's private directory: created with mode 0700 (its parents as
+    needed), or, when it exists, a directory of this user that nobody else may write to. The caller
+    (the spec_bench role) names a fresh one under /tmp; one that someone else made first is refused.
+    Raises OSError or ValueError."""
+    parent = os.path.dirname(path)
+    if parent and not os.path.isdir(parent):
+        os.makedirs(parent)
+    try:
+        os.mkdir(path, 0o700)
+        return path
+    except OSError as exc:
+        if exc.errno != errno.EEXIST:
+            raise
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        raise ValueError('%s exists and is not a private directory of this user (uid %d, mode %o)'
+                         % (path, st.st_uid, stat.S_IMODE(st.st_mode)))
+    return path
 
 
 class ProgressFile:

@@ -64,9 +64,25 @@ def host_dir(results_dir, host):
 SCHEDULE = 'schedule'
 
 
+def measurements_dir(results_dir, host):
+    return os.path.join(host_dir(results_dir, host), 'measurements')
+
+
+def probe(results_dir, host):
+    """Create the host's measurements directory and write and remove a probe file in it (the sweep's
+    preflight: a results directory that cannot take a file fails before anything is deployed)."""
+    path = measurements_dir(results_dir, host)
+    if not os.path.isdir(path):
+        os.makedirs(path)
+    probe_path = os.path.join(path, '.preflight-probe')
+    write_json_atomic(probe_path, {'preflight': utcnow()})
+    os.unlink(probe_path)
+    return path
+
+
 def config_dir(results_dir, host, steps):
     name = SCHEDULE if steps == SCHEDULE else 'steps-%d' % int(steps)
-    return os.path.join(host_dir(results_dir, host), 'measurements', name)
+    return os.path.join(measurements_dir(results_dir, host), name)
 
 
 def schedule_fingerprint(fingerprint, schedule):

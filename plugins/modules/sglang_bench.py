@@ -246,8 +246,9 @@ options:
   progress_file:
     description:
       - Path, on the host that runs the module, of a small JSON status the module keeps while it runs (replaced
-        atomically every 2 seconds and at each change of level or state, mode 0644; created with its directory
-        if missing). For a caller that runs the module asynchronously (C(async) and C(poll=0), as the
+        atomically every 2 seconds and at each change of level or state, mode 0644). Its directory is created
+        with mode 0700 when missing; an existing one must belong to the user that runs the module and be
+        writable by nobody else. For a caller that runs the module asynchronously (C(async) and C(poll=0), as the
         C(llmops.sglang.spec_bench) role does) and shows the progress while it waits.
       - "Keys: C(state) (V(waiting) for another benchmark of the server, V(running), V(done), V(failed)), C(level)
         (1-based) of C(levels), C(concurrency), C(phase) (V(warmup) or V(measure)), C(requests_done),
@@ -509,7 +510,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.bench_client import 
     post_json,
 )
 from ansible_collections.llmops.sglang.plugins.module_utils.bench_metrics import summarize_level
-from ansible_collections.llmops.sglang.plugins.module_utils.bench_progress import ProgressFile
+from ansible_collections.llmops.sglang.plugins.module_utils.bench_progress import ProgressFile, private_directory
 from ansible_collections.llmops.sglang.plugins.module_utils.bench_stopping import (
     StopRule,
     level_precision,
@@ -967,6 +968,12 @@ def main():
     if module.check_mode:
         module.exit_json(changed=False, levels=[], workload=workload,
                          msg="check mode: no load sent to %s (%d levels would run)" % (module.params["url"], len(levels)))
+    if module.params["progress_file"]:
+        try:
+            private_directory(os.path.dirname(module.params["progress_file"]))
+        except (OSError, ValueError) as exc:
+            module.fail_json(msg="cannot use progress_file %s: %s" % (module.params["progress_file"], to_native(exc)),
+                             workload=workload)
     progress = ProgressFile(module.params["progress_file"], levels) if module.params["progress_file"] else None
 
     def fail(**kwargs):

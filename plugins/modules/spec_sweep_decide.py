@@ -33,7 +33,8 @@ description:
     statics, the best static step count at each measured concurrency level keyed by the running batch
     size (SGLang 0.5.23 C(--speculative-adaptive-config)), and reads its stored measurement. The
     schedule wins only by beating the best static by more than O(margin) and the spread.
-  - Runs on the controller (delegate it to V(localhost)); never changes anything.
+  - Runs on the controller (delegate it to V(localhost)); never changes anything. There its action plugin runs it
+    inside the task's worker, without starting a module process (the sweep plans before every configuration).
 author:
   - llmops.sglang contributors (@llmops)
 attributes:
@@ -257,40 +258,39 @@ schedule_evidence:
   type: dict
 '''
 
-from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.llmops.sglang.plugins.module_utils import sweep_decide
 from ansible_collections.llmops.sglang.plugins.module_utils import speculative
 from ansible_collections.llmops.sglang.plugins.module_utils import sweep_store
+from ansible_collections.llmops.sglang.plugins.module_utils.module_runner import ModuleFailed, run_as_module
+
+# Shared with the action plugin, which runs run() in-process on the controller (module_runner).
+ARGUMENT_SPEC = dict(
+    sweep_store.RESULTS_ARGUMENT_SPEC,
+    steps=dict(type='list', elements='int', required=True),
+    repeats=dict(type='int', default=1),
+    objective=dict(type='str', default='agentic', choices=list(sweep_decide.OBJECTIVES)),
+    concurrency_levels=dict(type='list', elements='int', required=True),
+    fingerprint=dict(type='dict', required=True),
+    server_version=dict(type='str'),
+    margin=dict(type='float', default=0.02),
+    early_stop=dict(type='bool', default=True),
+    early_stop_margin=dict(type='float', default=0.02),
+    skip_after_memory_failure=dict(type='bool', default=True),
+    throughput_concurrency=dict(type='int', default=32),
+    max_ttft_p99_s=dict(type='float'),
+    min_per_request_tok_s=dict(type='float'),
+    adaptive_stop=dict(type='bool', default=False),
+    schedule=dict(type='bool', default=True),
+    schedule_off_reason=dict(type='str', default='sweep_schedule is false'),
+    algorithm=dict(type='str'),
+    eagle_topk=dict(type='int', default=1),
+    extra_args=dict(type='list', elements='str', default=[]),
+    dp_size=dict(type='int', default=1),
+)
+MODULE_KWARGS = {}
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            sweep_store.RESULTS_ARGUMENT_SPEC,
-            steps=dict(type='list', elements='int', required=True),
-            repeats=dict(type='int', default=1),
-            objective=dict(type='str', default='agentic', choices=list(sweep_decide.OBJECTIVES)),
-            concurrency_levels=dict(type='list', elements='int', required=True),
-            fingerprint=dict(type='dict', required=True),
-            server_version=dict(type='str'),
-            margin=dict(type='float', default=0.02),
-            early_stop=dict(type='bool', default=True),
-            early_stop_margin=dict(type='float', default=0.02),
-            skip_after_memory_failure=dict(type='bool', default=True),
-            throughput_concurrency=dict(type='int', default=32),
-            max_ttft_p99_s=dict(type='float'),
-            min_per_request_tok_s=dict(type='float'),
-            adaptive_stop=dict(type='bool', default=False),
-            schedule=dict(type='bool', default=True),
-            schedule_off_reason=dict(type='str', default='sweep_schedule is false'),
-            algorithm=dict(type='str'),
-            eagle_topk=dict(type='int', default=1),
-            extra_args=dict(type='list', elements='str', default=[]),
-            dp_size=dict(type='int', default=1),
-        ),
-        supports_check_mode=True,
-    )
-    p = module.params
+def run(p, check_mode):
     keys = ('margin', 'early_stop', 'early_stop_margin', 'skip_after_memory_failure', 'throughput_concurrency', 'max_ttft_p99_s',
             'min_per_request_tok_s', 'adaptive_stop')
     params = dict((k, p[k]) for k in keys)
@@ -302,7 +302,7 @@ def main():
     try:
         params = sweep_decide.validate(p['objective'], p['steps'], p['concurrency_levels'], p['repeats'], params)
     except sweep_decide.SweepError as exc:
-        module.fail_json(msg=str(exc))
+        raise ModuleFailed(str(exc))
     configs = sweep_store.load_configs(p['results_dir'], p['host'], p['steps'], p['fingerprint'], p['server_version'])
     evaluation = sweep_decide.evaluate(configs, p['objective'], p['repeats'], p['concurrency_levels'], params)
     schedule = evaluation['schedule']
@@ -314,7 +314,7 @@ def main():
     plan = evaluation['plan']
     to_measure = [e['steps'] for e in plan if e['action'] == 'measure']
     waiting = [e['steps'] for e in plan if e['action'] in ('measure', 'pending')]
-    module.exit_json(
+    return dict(
         changed=False,
         plan=plan,
         next_steps=to_measure[0] if to_measure else None,
@@ -328,6 +328,10 @@ def main():
         schedule=evaluation['schedule'],
         schedule_evidence=evaluation['schedule_evidence'],
     )
+
+
+def main():
+    run_as_module(ARGUMENT_SPEC, run, **MODULE_KWARGS)
 
 
 if __name__ == '__main__':

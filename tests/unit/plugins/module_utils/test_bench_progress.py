@@ -12,6 +12,8 @@ import json
 import os
 import stat
 
+import pytest
+
 from ansible_collections.llmops.sglang.plugins.module_utils import bench_client as bc
 from ansible_collections.llmops.sglang.plugins.module_utils import bench_progress as bp
 
@@ -132,3 +134,20 @@ def test_a_level_reports_requests_done_of_asked_and_the_rate_so_far():
     timed = bc.LevelRun(None, '/generate', None, None, 1, None, 0, duration_s=30)
     timed.start = bc._now()
     assert timed.snapshot()['requests_target'] is None
+
+
+def test_the_progress_directory_is_made_private_and_a_foreign_one_refused(tmp_path):
+    made = bp.private_directory(str(tmp_path / 'run' / 'bench-1'))
+    assert os.stat(made).st_mode & 0o777 == 0o700
+    # Again (the module's own directory, as a retried job finds it): accepted.
+    assert bp.private_directory(made) == made
+    # One that others may write to (made by someone else first, in a shared /tmp): refused.
+    shared = tmp_path / 'bench-2'
+    shared.mkdir()
+    shared.chmod(0o777)
+    with pytest.raises(ValueError, match='not a private directory'):
+        bp.private_directory(str(shared))
+    link = tmp_path / 'bench-3'
+    link.symlink_to(made)
+    with pytest.raises(ValueError, match='not a private directory'):
+        bp.private_directory(str(link))

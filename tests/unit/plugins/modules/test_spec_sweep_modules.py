@@ -175,3 +175,57 @@ def test_baseline_and_schedule_round_trip(tmp_path):
     # Neither steps nor schedule: refused, naming both.
     bad = run('spec_sweep_store', {'results_dir': results, 'host': 'gpu1', 'fingerprint': fp, 'result': {'levels': []}})
     assert bad['_status'] == 'FAILED!' and 'needs steps' in bad['msg'] and 'schedule' in bad['msg']
+
+
+def run_module_process(module, args):
+    """The module as a module: its own Python process, arguments from a file (what AnsiballZ runs)."""
+    path = os.path.join(BASE, 'ansible_collections', 'llmops', 'sglang', 'plugins', 'modules', module + '.py')
+    env = dict(os.environ, PYTHONPATH=BASE)
+    proc = subprocess.run([sys.executable, path, json.dumps({'ANSIBLE_MODULE_ARGS': args})], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False)
+    return json.loads(proc.stdout)
+
+
+def test_the_controller_modules_run_in_process_with_the_module_result(tmp_path):
+    """spec_sweep_store and spec_sweep_decide on a local connection run in the task's worker (no module
+    process: Ansible logs no EXEC for them), with the same arguments checked and the same result."""
+    results = str(tmp_path / 'results')
+    fp = {'workload': 'synthetic'}
+    for steps, c1 in ((1, 123.0), (2, 186.0)):
+        res = run('spec_sweep_store', {'results_dir': results, 'host': 'gpu1', 'steps': steps, 'fingerprint': fp,
+                                       'result': {'levels': [level(1, c1, c1)]}}, '-vvv')
+        assert res['changed'] and 'EXEC' not in res['_diff_text'], res['_diff_text']
+    decide_args = {'results_dir': results, 'host': 'gpu1', 'steps': [1, 2, 3], 'concurrency_levels': [1], 'fingerprint': fp}
+    in_process = run('spec_sweep_decide', decide_args, '-vvv')
+    assert 'EXEC' not in in_process['_diff_text'], in_process['_diff_text']
+    as_module = run_module_process('spec_sweep_decide', decide_args)
+    for key in ('plan', 'next_steps', 'complete', 'winner', 'decision', 'table', 'evidence', 'schedule'):
+        assert in_process[key] == as_module[key], key
+    assert in_process['next_steps'] == 3 and not in_process['changed']
+    # The module's own argument checks, in-process too: a missing option and a wrong choice are refused by name.
+    bad = run('spec_sweep_decide', {'results_dir': results, 'host': 'gpu1', 'steps': [1], 'fingerprint': fp})
+    assert bad['_status'] == 'FAILED!' and 'concurrency_levels' in bad['msg'], bad
+    bad = run('spec_sweep_store', {'results_dir': results, 'host': 'gpu1', 'state': 'kept'})
+    assert bad['_status'] == 'FAILED!' and 'state' in bad['msg'] and 'probed' in bad['msg'], bad
+    bad = run('spec_sweep_store', {'results_dir': results, 'host': 'gpu1', 'steps': 3})
+    assert bad['_status'] == 'FAILED!' and 'fingerprint' in bad['msg'], bad
+    # Check mode: the in-process store writes nothing either.
+    res = run('spec_sweep_store', {'results_dir': results, 'host': 'gpu1', 'steps': 3, 'fingerprint': fp,
+                                   'result': {'levels': [level(1, 234.0, 234.0)]}}, '--check')
+    assert res['changed'] and not os.path.exists(os.path.join(results, 'gpu1', 'measurements', 'steps-3'))
+
+
+def test_store_probe_creates_the_directory_and_leaves_no_file(tmp_path):
+    results = tmp_path / 'results'
+    res = run('spec_sweep_store', {'results_dir': str(results), 'host': 'gpu1', 'state': 'probed'})
+    measurements = results / 'gpu1' / 'measurements'
+    assert res['_status'] == 'SUCCESS' and not res['changed'] and res['path'] == str(measurements)
+    assert measurements.is_dir() and list(measurements.iterdir()) == []
+    if os.geteuid() == 0:
+        return  # root writes into a read-only directory; the molecule sweep scenario uses a read-only mount
+    measurements.chmod(0o555)
+    try:
+        res = run('spec_sweep_store', {'results_dir': str(results), 'host': 'gpu1', 'state': 'probed'})
+    finally:
+        measurements.chmod(0o755)
+    assert res['_status'] == 'FAILED!' and 'cannot write the sweep results under' in res['msg'], res
