@@ -8,6 +8,10 @@
 # shares the machine's capacity with the first instead of doubling the load. A scenario that
 # compares wall times holds every slot. Slots are flock(1) locks: a run that dies frees its slots.
 #
+# Waiters queue: a stage that finds no free slot holds the queue lock (slot-queue) while it polls, and
+# a newcomer takes the queue lock before its first try, so a job that arrives just as a slot is freed
+# cannot take it from one that has been waiting (seen: one job waited 40 min while later ones ran).
+#
 # Needs: lock_dir (the directory of the lock files).
 
 test_slots=${LLMOPS_TEST_SLOTS:-2}
@@ -22,28 +26,45 @@ _slot_owners() {  # who holds the slots now (best effort, for the waiting messag
 }
 
 _slot_claim() {  # index, label, fd: record the owner (the lock file itself is never truncated)
-  echo "$2 of run ${LLMOPS_TESTHOST_RUN:-?} in $(pwd)" > "$lock_dir/slot-$1.owner"
+  # Written aside and renamed, so that a waiter's message never reads a half-written owner.
+  echo "$2 of run ${LLMOPS_TESTHOST_RUN:-?} in $(pwd)" > "$lock_dir/slot-$1.owner.$$"
+  mv -f "$lock_dir/slot-$1.owner.$$" "$lock_dir/slot-$1.owner"
   held_slot_fds+=("$3")
 }
 
-take_slot() {  # label: blocks until one slot is free, then holds it until release_slots
+_queue_fd=
+_queue_enter() {  # label: the turn to wait for slots (at once when nobody else waits)
+  exec {_queue_fd}>>"$lock_dir/slot-queue"
+  if ! flock -n "$_queue_fd"; then
+    echo "[$1] another stage is waiting for a test slot of this machine; queueing behind it"
+    flock "$_queue_fd"
+  fi
+}
+
+_queue_leave() {
+  exec {_queue_fd}>&-
+}
+
+take_slot() {  # label: blocks until one slot is free (in turn with other waiters), then holds it until release_slots
   local label=$1 i fd said=
+  _queue_enter "$label"
   while :; do
     for ((i = 0; i < test_slots; i++)); do
       exec {fd}>>"$lock_dir/slot-$i"
-      if flock -n "$fd"; then _slot_claim "$i" "$label" "$fd"; return 0; fi
+      if flock -n "$fd"; then _slot_claim "$i" "$label" "$fd"; _queue_leave; return 0; fi
       exec {fd}>&-
     done
     if [ -z "$said" ]; then
       echo "[$label] all $test_slots test slots of this machine are taken ($(_slot_owners)); waiting for one"
       said=1
     fi
-    sleep 2
+    sleep 1
   done
 }
 
-take_all_slots() {  # label: every slot, in index order (so two of these cannot deadlock)
+take_all_slots() {  # label: every slot, in index order (so two of these cannot deadlock), in turn with other waiters
   local label=$1 i fd
+  _queue_enter "$label"
   for ((i = 0; i < test_slots; i++)); do
     exec {fd}>>"$lock_dir/slot-$i"
     if ! flock -n "$fd"; then
@@ -52,6 +73,7 @@ take_all_slots() {  # label: every slot, in index order (so two of these cannot 
     fi
     _slot_claim "$i" "$label" "$fd"
   done
+  _queue_leave
 }
 
 release_slots() {
