@@ -49,8 +49,9 @@ for h in $hosts; do
   grep -E '^sglang_service_speculative_(num_steps|eagle_topk|num_draft_tokens|adaptive|adaptive_config):' "$inv/host_vars/$h.yml"
 done
 
-# Where the time went: server restarts (start -> ready, as the role measured it), benchmarking
-# (the benchmark's own level durations), everything else (Ansible, SSH, stops, the final deploy).
+# Where the time went: server restarts (start -> ready, as the role measured it, the winner's final
+# deployment included), benchmarking (the benchmark's own level durations and warm-ups), everything
+# else (Ansible, SSH, stops, provisioning the host).
 python3 - "$res" "$start" "$end" $hosts <<'PY'
 import glob, json, os, sys
 res, start, end, hosts = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4:]
@@ -63,6 +64,12 @@ for h in hosts:
         ready += float((doc.get('deployment') or {}).get('time_to_ready_s') or 0)
         bench += sum(float(lv.get('duration_s') or 0) for lv in doc.get('levels') or [])
         warm += sum(float(lv.get('warmup_s') or 0) for lv in doc.get('levels') or [])
+    # The winner's final deployment is a restart too (unless the winner already served).
+    report = os.path.join(res, h, 'report', 'measurements.json')
+    if os.path.exists(report):
+        with open(report) as fh:
+            final = (json.load(fh).get('meta') or {}).get('final_deploy') or {}
+        ready += float(final.get('time_to_ready_s') or 0)
 wall = end - start
 other = wall - ready - bench - warm
 print('\nwall time %.0f s: server restarts (start to ready) %.0f s, benchmarking %.0f s (measured %.0f s + warm-ups %.0f s), '

@@ -28,6 +28,8 @@ description:
     diagnosis C(verification_mismatch), except a server that reports C(speculative_adaptive) false although
     O(expect) has it true (SGLang 0.5.23 turns adaptive off at start and only logs why), which fails as
     C(speculative_adaptive_disabled) with SGLang's reason from the journal.
+  - With O(start), it first starts the unit (after C(systemctl daemon-reload) with O(daemon_reload)) unless
+    it is already active or activating, so that a deployment costs one remote call for start and wait.
   - Failures return the same keys as success plus C(diagnosis), so that a C(rescue) can read them
     from C(ansible_failed_result).
 author:
@@ -61,6 +63,17 @@ options:
       - C(NEXTN) and C(EAGLE) compare equal (SGLang rewrites NEXTN to EAGLE), so do C(bf16) and C(bfloat16).
     type: dict
     default: {}
+  start:
+    description:
+      - Start the unit (C(systemctl start)) before waiting, unless it is already active or activating; the
+        result is C(changed) when it was started.
+      - In check mode a unit that would be started is not, and nothing is waited for (C(ready) false).
+    type: bool
+    default: false
+  daemon_reload:
+    description: Run C(systemctl daemon-reload) first (a changed unit file). Not in check mode.
+    type: bool
+    default: false
   journal_tail:
     description: How many of the last journal lines to return with a failure.
     type: int
@@ -80,9 +93,11 @@ seealso:
 '''
 
 EXAMPLES = r'''
-- name: Wait for SGLang and check it runs what was deployed
+- name: Start SGLang (its unit file changed), wait for it and check it runs what was deployed
   llmops.sglang.sglang_service_wait:
     name: sglang
+    start: true
+    daemon_reload: true
     url: http://127.0.0.1:30000
     timeout: 1800
     journal_cursor: "{{ sglang_stop.journal_cursor }}"
@@ -286,6 +301,8 @@ def main():
             expect=dict(type='dict', default={}),
             journal_tail=dict(type='int', default=40),
             journal_lines_max=dict(type='int', default=2000),
+            start=dict(type='bool', default=False),
+            daemon_reload=dict(type='bool', default=False),
         ),
         supports_check_mode=True,
     )
@@ -307,9 +324,21 @@ def main():
     def read_journal():
         return journal_lines(module, unit, p['journal_cursor'], p['journal_lines_max'])
 
+    systemctl = module.get_bin_path('systemctl', required=True)
+    if p['daemon_reload'] and not module.check_mode:
+        rc, dummy, err = module.run_command([systemctl, 'daemon-reload'])
+        if rc != 0:
+            module.fail_json(msg='systemctl daemon-reload failed: %s' % err.strip(), **result)
     first = systemctl_show(module, unit)
     if first.get('LoadState') == 'not-found':
         module.fail_json(msg='%s is not installed' % unit, **result)
+    if p['start'] and first.get('ActiveState') not in ('active', 'activating', 'reloading'):
+        result['changed'] = True
+        if module.check_mode:
+            module.exit_json(msg='check mode: %s would be started' % unit, **result)
+        # A start that systemd refuses leaves the unit failed: the watch below diagnoses it from the journal.
+        module.run_command([systemctl, 'start', unit])
+        first = systemctl_show(module, unit)
     saw_not_ready = False
     while True:
         now = systemctl_show(module, unit)

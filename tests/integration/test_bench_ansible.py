@@ -303,6 +303,7 @@ def test_role_shows_progress_while_a_long_benchmark_runs(env, tmp_path, slow_ser
         "spec_bench_url": slow_server, "spec_bench_concurrency_levels": [1, 2], "spec_bench_requests_per_level": 40,
         "spec_bench_output_len": 90, "spec_bench_input_len": 8, "spec_bench_warmup_requests": 1,
         "spec_bench_progress_interval": 5, "spec_bench_progress_label": "steps 4", "spec_bench_results_dir": str(results),
+        "spec_bench_progress_tmp": str(tmp),
     })
     took = time.monotonic() - started
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -323,7 +324,7 @@ def test_role_shows_progress_while_a_long_benchmark_runs(env, tmp_path, slow_ser
     assert "req tok/s p50" in proc.stdout
     # The async job's status file and the progress directory are gone.
     assert not list(async_dir.iterdir()) if async_dir.exists() else True
-    assert [p.name for p in tmp.iterdir() if p.name.endswith("-sglang-bench")] == []
+    assert [p.name for p in tmp.iterdir() if p.name.startswith("llmops-sglang-bench-")] == []
 
 
 def test_role_without_progress_runs_one_task(env, tmp_path, server):
