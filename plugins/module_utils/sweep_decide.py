@@ -302,12 +302,13 @@ def label(steps):
     return 'steps %d' % steps
 
 
-def beats(larger, smaller, margin, stays=None):
+def beats(larger, smaller, margin, stays=None, tiebreakers=True):
     """Whether ``larger`` (more steps) beats ``smaller`` by more than ``margin`` and the measured spread.
 
     Returns ``(wins, why)``: the reason says which figure decided. ``stays`` replaces the closing words
     of a tie ("the smaller step count stays ...") where the challenger is not a larger step count
-    (the baseline, the schedule).
+    (the baseline, the schedule). ``tiebreakers`` false: a tie on the main figure keeps ``smaller``
+    whatever the tie-breakers say (the baseline and the schedule must win on the objective's own figure).
     """
     def _clears(new, old, noise):
         gain = _gain(new, old)
@@ -316,7 +317,8 @@ def beats(larger, smaller, margin, stays=None):
     # The measured spread: the range of either side's repeats, or z standard errors of the difference
     # (a 95% band, corrected for the number of figures compared) from the runs' own per-request
     # dispersion, whichever is larger.
-    looks = 1 + sum(1 for lt, st in zip(larger['tiebreak'], smaller['tiebreak']) if lt is not None and st is not None)
+    looks = 1 + (sum(1 for lt, st in zip(larger['tiebreak'], smaller['tiebreak']) if lt is not None and st is not None)
+                 if tiebreakers else 0)
     z = _z_for(looks)
     noise = _noise(larger['spread'], smaller['spread'], larger.get('se'), smaller.get('se'), z)
     other = label(smaller['steps'])
@@ -328,7 +330,7 @@ def beats(larger, smaller, margin, stays=None):
         return False, 'is %+.1f%% behind %s (%s vs %s)' % (
             100 * _gain(larger['score'], smaller['score']), other, _fmt(larger['score']), _fmt(smaller['score']))
     # A tie on the main figure: tie-breakers (agentic: concurrency 2-4) may decide, still by the margin.
-    for idx, (lt, st) in enumerate(zip(larger['tiebreak'], smaller['tiebreak'])):
+    for idx, (lt, st) in enumerate(zip(larger['tiebreak'], smaller['tiebreak']) if tiebreakers else ()):
         if lt is None or st is None:
             continue
         tie_noise = _noise(larger['tiebreak_spread'][idx], smaller['tiebreak_spread'][idx],
@@ -799,7 +801,9 @@ def decide(configs, objective, params=None, concurrency_levels=None):
                 stays = 'speculative decoding stays on (%s)' % label(incumbent['steps'])
             elif steps == SCHEDULE:
                 stays = '%s stays (a static step count: nothing switches, memory for one step count)' % label(incumbent['steps'])
-            wins, why = beats(summary, incumbent, p['margin'], stays=stays)
+            # The baseline and the schedule win only on the objective's own figure: a schedule that ties the best
+            # static there and wins a tie-breaker (agentic: concurrency 2) would cost the static's batch room for it.
+            wins, why = beats(summary, incumbent, p['margin'], stays=stays, tiebreakers=steps not in (BASELINE, SCHEDULE))
             if wins:
                 incumbent = summary
         verdicts.append({'steps': steps, 'status': status, 'score': summary['score'], 'spread': summary['spread'], 'verdict': why})

@@ -225,6 +225,26 @@ def test_agentic_and_throughput_pick_the_schedule_only_when_it_wins_their_figure
     assert sd.evaluate(statics(), 'throughput', 1, LEVELS, schedule_record=better)['decision']['winner'] == sd.SCHEDULE
 
 
+def test_a_schedule_that_ties_the_best_static_does_not_win_on_a_tie_breaker():
+    """Seen in make demo: the schedule {"1": [4], "2": [5], ...} (started at steps 5: 9 running requests
+    against static 4's 13) tied static 4 at concurrency 1 (279.5 vs 278.6) and was pinned for winning
+    agentic's tie-breaker at concurrency 2 by +6.2%. The README's rule: a schedule wins only on the
+    objective's own figure; on a tie the static stays (memory for one step count, more batch room)."""
+    aggs = list(PREDICTED[4][0])
+    aggs[1] *= 1.062  # concurrency 2: the tie-breaker, clearly won
+    tie = schedule_record(aggs)  # the schedule derived from these statics, {"1": [4], "13": [3]}
+    ev = sd.evaluate(statics(), 'agentic', 1, LEVELS, schedule_record=tie)
+    assert ev['decision']['winner'] == 4 and ev['decision']['winner_kind'] == 'static'
+    verdict = [v for v in ev['decision']['verdicts'] if v['steps'] == sd.SCHEDULE][0]['verdict']
+    assert 'does not beat steps 4' in verdict and 'steps 4 stays (a static step count' in verdict, verdict
+    # A static step count still wins a tie on its tie-breaker (the existing rule for larger step counts).
+    five = static(5, [PREDICTED[4][0][0], PREDICTED[4][0][1] * 1.062] + PREDICTED[5][0][2:])
+    assert sd.decide([static(4), five], 'agentic')['winner'] == 5
+    # And the schedule that beats the best static on the main figure still wins.
+    ahead = schedule_record([aggs[0] * 1.05] + aggs[1:])
+    assert sd.evaluate(statics(), 'agentic', 1, LEVELS, schedule_record=ahead)['decision']['winner'] == sd.SCHEDULE
+
+
 def test_a_schedule_sglang_would_disable_is_a_failed_candidate_and_the_best_static_wins():
     reason = 'speculative_eagle_topk=2 (only topk=1 is supported)'
     ev = sd.evaluate(statics(), 'balanced', 1, LEVELS, {'adaptive_unsupported': reason})
