@@ -14,9 +14,11 @@ Two figures are ranked by the sweep (module_utils/sweep_decide.py):
   uses Student's t with n - 1 degrees of freedom, so that a handful of requests does not
   look precise.
 - ``aggregate``: output tok/s of the level (throughput objective). Requests of a closed loop
-  are not independent (a batch shares its steps), so the precision comes from batch means:
-  the measured phase is cut into windows of one request's median end-to-end time, each
-  window's rate is the tokens that arrived in it, and the half-width is t x sd / sqrt(windows).
+  are not independent (a batch shares its steps), so the precision comes from batch means over
+  the steady state: the measured phase is cut into rounds of ``running`` completions (the
+  requests the server runs at once), the ramp-up round and (once the level is over) the drain
+  round are left out, and a ratio estimator gives the noise per second of load, scaled to the
+  level's measured time (see ``aggregate_precision``).
 
 Adaptive stopping checks after each whole round, from ``min_requests`` on, whether the
 half-width relative to the figure is at most the target; the caller then stops issuing new
@@ -27,6 +29,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import bisect
 import math
 
 from ansible_collections.llmops.sglang.plugins.module_utils.bench_metrics import (
@@ -90,56 +93,81 @@ def request_rates(records):
     return rates
 
 
-def window_rates(records, start, end, window):
-    """Output tok/s in consecutive windows of ``window`` seconds from ``start`` (the last partial one dropped).
+def round_batches(records, start, running, in_flight=()):
+    """(tokens, seconds) of the measured phase's rounds: batches of ``running`` completions.
 
-    Tokens count when their chunk arrived, from every record given (requests still in flight too),
-    so that a window holds exactly what the server delivered in it.
+    A round ends at the mean completion time of its ``running`` requests (the first round starts at
+    ``start``); completions after the last whole round are left out. Tokens count when their chunk
+    arrived, from every record given (requests still in flight too), so that a round holds exactly
+    what the server delivered in it.
     """
-    k = int((end - start) // window) if window > 0 else 0
-    if k < 1:
-        return []
+    running = max(1, int(running or 1))
+    ends = sorted(rec.t_end for rec in records if rec.ok and rec.t_end is not None)
+    k = len(ends) // running
+    bounds = [start] + [math.fsum(ends[running * (m - 1):running * m]) / running for m in range(1, k + 1)]
     tokens = [0] * k
-    for rec in records:
+    for rec in list(records) + list(in_flight):
         prev_n = 0
         for t, n in zip(rec.times, rec.counts):
             if n <= prev_n:
                 continue
-            i = int((t - start) // window)
-            if 0 <= i < k:
-                tokens[i] += n - prev_n
+            i = bisect.bisect_left(bounds, t, 1)
+            if i <= k and t > start:
+                tokens[i - 1] += n - prev_n
             prev_n = n
-    return [x / window for x in tokens]
+    return tokens, [bounds[m] - bounds[m - 1] for m in range(1, k + 1)]
 
 
-def aggregate_precision(records, start, end, in_flight=()):
-    """Precision of the aggregate output tok/s by batch means, or None with fewer than 3 windows.
+def aggregate_precision(records, start, end, in_flight=(), running=1):
+    """Precision of the aggregate output tok/s by batch means over the steady state, or None with
+    fewer than 3 steady rounds.
 
-    A window lasts one request's median end-to-end time (a closed loop's requests share their
-    steps while they run together, so shorter windows would be correlated); each window's rate
-    is the tokens that arrived in it. The estimate is the level's own figure: completed tokens over the time to
-    the last completion.
+    The estimate is the level's own figure: completed tokens over the time from ``start`` to the last
+    completion (``end``, the level's end or now, is not needed: completions bound the rounds). Its
+    noise is that of a rate measured for that long, from batch means with random batch lengths (a
+    ratio estimator, as the regenerative method uses):
+
+    - a batch is a round of ``running`` completions (``round_batches``), not a fixed time window. A
+      closed loop's requests run in rounds that share their steps (a server running fewer requests
+      than the concurrency even runs them in waves), so a window of one request's time cuts through a
+      varying number of rounds and prefill pauses: its rate swings with the phase, the swings of
+      neighbouring windows cancel in the level's total, and the windows' spread overstated the
+      figure's noise (up to 15x on the simulator, steps 2 at concurrency 32). A round ends at its
+      requests' mean completion time, not its last one: the last completion of a round is an extreme
+      value whose jitter also cancels between neighbours.
+    - the first round (all workers start at once: ramp-up) and, once nothing is in flight, the last
+      (no requests wait any more: drain) are no steady state. They move the figure the same way on
+      every run, so they are left out of the noise, not out of the figure.
+    - with steady rounds of ``tokens_i`` in ``seconds_i``, R = sum(tokens) / sum(seconds) and
+      s**2 = sum((tokens_i - R seconds_i)**2) / (k - 1): the variance of a round's tokens about the
+      rate. Per second of load that is s**2 / mean(seconds), so the figure over T seconds has
+      SE = sqrt(s**2 / (mean(seconds) T)). The half-width uses Student's t with k - 1 degrees of freedom.
     """
     done = [rec for rec in records if rec.ok and rec.t_end is not None]
     if not done:
         return None
-    e2e = sorted(rec.t_end - rec.t_send for rec in done)
-    rates = window_rates(list(records) + list(in_flight), start, end, e2e[len(e2e) // 2])
-    k = len(rates)
-    if k < MIN_SAMPLES["aggregate"]:
+    tokens, seconds = round_batches(records, start, running, in_flight)
+    steady = slice(1, len(tokens) if in_flight else len(tokens) - 1)
+    tokens, seconds = tokens[steady], seconds[steady]
+    k = len(tokens)
+    if k < MIN_SAMPLES["aggregate"] or min(seconds) <= 0:
         return None
-    mean = math.fsum(rates) / k
-    sd = math.sqrt(math.fsum((r - mean) ** 2 for r in rates) / (k - 1))
+    rate = math.fsum(tokens) / math.fsum(seconds)
+    s2 = math.fsum((x - rate * d) ** 2 for x, d in zip(tokens, seconds)) / (k - 1)
     wall = max(rec.t_end for rec in done) - start
-    estimate = sum(rec.completion_tokens for rec in done) / wall if wall > 0 else mean
-    return _result("aggregate", estimate, sd / math.sqrt(k), k, t975(k - 1))
+    if wall <= 0:
+        return None
+    estimate = sum(rec.completion_tokens for rec in done) / wall
+    se = math.sqrt(s2 / (math.fsum(seconds) / k) / wall)
+    return _result("aggregate", estimate, se, k, t975(k - 1))
 
 
-def level_precision(records, start, end):
-    """Both figures' precision for a level's measured records ({metric: result or None})."""
+def level_precision(records, start, end, running=1):
+    """Both figures' precision for a level's measured records ({metric: result or None});
+    ``running``: the requests the server ran at once (min(concurrency, max_running_requests))."""
     return {
         "per_request": median_precision(request_rates(records)),
-        "aggregate": aggregate_precision(records, start, end),
+        "aggregate": aggregate_precision(records, start, end, running=running),
     }
 
 
@@ -178,7 +206,7 @@ class StopRule:
     def precision(self, records, start, now, in_flight=()):
         if self.metric == "per_request":
             return median_precision(request_rates(records))
-        return aggregate_precision(records, start, now, in_flight)
+        return aggregate_precision(records, start, now, in_flight, self.running)
 
     def satisfied(self, records, start, now, in_flight=()):
         """Whether the level may stop now: ``records`` completed, ``in_flight`` still streaming."""

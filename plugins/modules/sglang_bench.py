@@ -108,9 +108,11 @@ options:
         (what a throughput objective ranks).
       - "Precision of V(per_request): the normal approximation of the median's standard error from the
         p10-p90 spread, 1.2533 x ((p90 - p10) / 2.563) / sqrt(n), times Student's t (n - 1 degrees of
-        freedom); it needs at least 8 completed requests. Of V(aggregate): batch means over windows of one
-        request's median end-to-end time (the tokens that arrived in each window), t x sd / sqrt(windows); it
-        needs at least 3 windows."
+        freedom); it needs at least 8 completed requests. Of V(aggregate): batch means over the steady state,
+        a batch being a round of min(concurrency, max_running_requests) completions (the tokens that arrived
+        in it) without the ramp-up round and, once the level is over, the drain round; a ratio estimator
+        gives the noise per second of load, scaled to the level's time, times Student's t (rounds - 1
+        degrees of freedom); it needs at least 3 steady rounds."
     type: str
     choices: [per_request, aggregate]
     default: per_request
@@ -407,9 +409,10 @@ levels:
     precision:
       description:
         - How precisely the level measured its two ranked figures, C(per_request) (median per-request tok/s)
-          and C(aggregate) (aggregate output tok/s); each null when too few requests (8) or windows (3) completed.
+          and C(aggregate) (aggregate output tok/s); each null when too few requests (8) or steady rounds (3) completed.
         - Each has C(estimate), C(se) (standard error), C(half_width) (95% confidence, in tok/s),
-          C(relative) (half_width / estimate), C(confidence) (0.95) and C(samples) (requests, or windows).
+          C(relative) (half_width / estimate), C(confidence) (0.95) and C(samples) (requests, or steady rounds of
+          min(concurrency, max_running_requests) completions, ramp-up and drain left out).
       type: dict
       sample: {"per_request": {"estimate": 279.5, "se": 1.2, "half_width": 2.6, "relative": 0.0093,
                "confidence": 0.95, "samples": 13}, "aggregate": null}
@@ -822,7 +825,9 @@ async def _run_benchmark(params, levels, prompts, log, report):
         level["max_running_requests"] = max_running
         level["max_total_num_tokens"] = max_total
         level["warmup_s"] = round(run.warmup_s, 3)
-        level["precision"] = level_precision(run.records, run.start, run.start + duration) if run.start is not None else None
+        running = max(1, min(concurrency, max_running) if max_running else concurrency)
+        level["precision"] = (level_precision(run.records, run.start, run.start + duration, running)
+                              if run.start is not None else None)
         stop["requests"] = len(run.records)
         if rule is not None:
             stop["reached"] = run.stopped_early
