@@ -14,6 +14,10 @@ from ansible_collections.llmops.sglang.plugins.modules.sglang_service_stop impor
 UUIDS = ["GPU-0000aaaa-0000-0000-0000-000000000000", "GPU-1111bbbb-0000-0000-0000-000000000000"]
 
 
+# The unit's process in these tests, already gone: above the kernel's PID_MAX_LIMIT (2**22), so never a live
+# process (4711 was once a thread of another run's ansible-playbook on a shared machine).
+GONE = 2 ** 22 + 1
+
 def fake_nvidia_smi(tmp_path, gpus_csv, apps_csv, extra=""):
     """A stand-in nvidia-smi answering the two queries the module makes from files the test edits."""
     (tmp_path / "gpus.csv").write_text(gpus_csv)
@@ -43,17 +47,17 @@ def test_waits_until_the_processes_are_gone():
 
 def test_waits_until_the_units_gpus_are_free(tmp_path):
     # the process is gone at once, but nvidia-smi still lists it and its memory for a while
-    smi = fake_nvidia_smi(tmp_path, gpus_csv(40960, 3), "4711, %s, 40950, python3\n" % UUIDS[0])
+    smi = fake_nvidia_smi(tmp_path, gpus_csv(40960, 3), "%d, %s, 40950, python3\n" % (GONE, UUIDS[0]))
     threading.Timer(0.6, lambda: ((tmp_path / "apps.csv").write_text(""),
                                   (tmp_path / "gpus.csv").write_text(gpus_csv(2, 3)))).start()
-    released, dummy, busy, waited = wait_until_released({4711}, gpu_checker(smi, [], 1024, {4711}, 5), timeout=10,
+    released, dummy, busy, waited = wait_until_released({GONE}, gpu_checker(smi, [], 1024, {GONE}, 5), timeout=10,
                                                         interval=0.1)
     assert released and busy == [] and waited >= 0.5
 
 
 def test_memory_held_by_another_process_on_the_units_gpu_is_waited_for_and_named(tmp_path):
     smi = fake_nvidia_smi(tmp_path, gpus_csv(30000, 3), "999, %s, 29990, other-trainer\n" % UUIDS[0])
-    released, dummy, busy, waited = wait_until_released({4711}, gpu_checker(smi, ["0"], 1024, {4711}, 5), timeout=1,
+    released, dummy, busy, waited = wait_until_released({GONE}, gpu_checker(smi, ["0"], 1024, {GONE}, 5), timeout=1,
                                                         interval=0.1)
     assert not released and 1 <= waited < 3
     assert busy == ["GPU 0: 30000 MiB used by pid 999 other-trainer (29990 MiB)"]
@@ -70,7 +74,7 @@ def test_memory_without_a_listed_process_still_counts(tmp_path):
 def test_other_gpus_are_not_waited_for(tmp_path):
     # GPU 1 is someone else's; the unit runs on GPU 0 (CUDA_VISIBLE_DEVICES=0)
     smi = fake_nvidia_smi(tmp_path, gpus_csv(2, 50000), "999, %s, 49990, other\n" % UUIDS[1])
-    released, dummy, busy, waited = wait_until_released({4711}, gpu_checker(smi, ["0"], 1024, {4711}, 5), timeout=10,
+    released, dummy, busy, waited = wait_until_released({GONE}, gpu_checker(smi, ["0"], 1024, {GONE}, 5), timeout=10,
                                                         interval=0.1)
     assert released and busy == [] and waited < 2
 
