@@ -12,11 +12,10 @@ from ansible_collections.llmops.sglang.plugins.module_utils.service_systemd impo
 from ansible_collections.llmops.sglang.plugins.modules.sglang_service_stop import gpu_checker, wait_until_released
 
 UUIDS = ["GPU-0000aaaa-0000-0000-0000-000000000000", "GPU-1111bbbb-0000-0000-0000-000000000000"]
-
-
 # The unit's process in these tests, already gone: above the kernel's PID_MAX_LIMIT (2**22), so never a live
 # process (4711 was once a thread of another run's ansible-playbook on a shared machine).
 GONE = 2 ** 22 + 1
+
 
 def fake_nvidia_smi(tmp_path, gpus_csv, apps_csv, extra=""):
     """A stand-in nvidia-smi answering the two queries the module makes from files the test edits."""
