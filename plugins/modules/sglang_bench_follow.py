@@ -136,6 +136,30 @@ def follow(progress_file, job_file, wait, settle, clock=time.monotonic, sleep=ti
         sleep(interval)
 
 
+def _text(item):
+    """A warning, deprecation or exception of the job as text: ansible-core 2.19 writes them as structured
+    summaries ({"event": {"msg": ...}, "__ansible_type": "WarningSummary"}), which a module may not hand on
+    as they are (the controller refuses them: "Event.msg must be <class 'str'>")."""
+    if isinstance(item, dict):
+        event = item.get('event') if isinstance(item.get('event'), dict) else item
+        text = event.get('formatted_traceback') or event.get('msg') or json.dumps(item, sort_keys=True)
+        return text if isinstance(text, str) else json.dumps(text, sort_keys=True)
+    return item if isinstance(item, str) else json.dumps(item, sort_keys=True)
+
+
+def job_result(module, job):
+    """The finished job's result to return as this module's: its warnings and deprecations become this
+    module's own (as text), its exception text; the invocation is the benchmark's, not this look's."""
+    result = dict((k, v) for k, v in job.items() if k not in ('invocation', 'warnings', 'deprecations'))
+    for warning in job.get('warnings') or []:
+        module.warn(_text(warning))
+    for deprecation in job.get('deprecations') or []:
+        module.warn('the benchmark reported a deprecation: %s' % _text(deprecation))
+    if 'exception' in result:
+        result['exception'] = _text(result['exception'])
+    return result
+
+
 def remove(paths):
     for path in paths:
         if os.path.isdir(path) and not os.path.islink(path):
@@ -162,8 +186,8 @@ def main():
     if not job_finished(job):
         module.exit_json(changed=False, finished=False, bench_progress=progress, cleaned=False)
     remove(p['cleanup'])
-    # The job's own result, as async_status returns it (its invocation is the benchmark's, not ours).
-    result = dict((k, v) for k, v in job.items() if k != 'invocation')
+    # The job's own result, as async_status returns it.
+    result = job_result(module, job)
     result.update(finished=True, bench_progress=progress, cleaned=True)
     if result.get('failed'):
         result.pop('failed')

@@ -2,7 +2,7 @@
 interval, end early when the benchmark is done, the job's result once it has finished)."""
 import json
 
-from ansible_collections.llmops.sglang.plugins.modules.sglang_bench_follow import follow, job_finished, remove
+from ansible_collections.llmops.sglang.plugins.modules.sglang_bench_follow import follow, job_finished, job_result, remove
 
 
 class Clock:
@@ -79,3 +79,31 @@ def test_cleanup_removes_the_status_file_and_the_progress_directory(tmp_path):
     (pdir / "progress.json").write_text("{}")
     remove([str(job), str(pdir), str(tmp_path / "never-there")])
     assert list(tmp_path.iterdir()) == []
+
+
+class FakeModule:
+    def __init__(self):
+        self.warnings = []
+
+    def warn(self, text):
+        self.warnings.append(text)
+
+
+def test_the_jobs_structured_warnings_become_text():
+    """ansible-core 2.19 writes a module's warnings into the async job file as structured summaries; handed on as
+    they are, the controller refused the whole result ("Event.msg must be <class 'str'> instead of <class 'dict'>")
+    and a benchmark that had stopped a leftover one (a warning) failed the sweep as an infrastructure fault."""
+    job = {"failed": True, "msg": "some requests failed", "fault": "server_error", "invocation": {"module_args": {}},
+           "warnings": [{"event": {"msg": "stopped a leftover benchmark (pid 42)", "__ansible_type": "Event"},
+                         "__ansible_type": "WarningSummary"}, "a plain one"],
+           "deprecations": [{"event": {"msg": "old option"}, "__ansible_type": "DeprecationSummary"}],
+           "exception": {"event": {"msg": "boom", "formatted_traceback": "Traceback ...\nValueError: boom\n"},
+                         "__ansible_type": "ErrorSummary"}}
+    module = FakeModule()
+    result = job_result(module, job)
+    assert module.warnings == ["stopped a leftover benchmark (pid 42)", "a plain one",
+                               "the benchmark reported a deprecation: old option"]
+    assert "warnings" not in result and "deprecations" not in result and "invocation" not in result
+    assert result["exception"] == "Traceback ...\nValueError: boom\n"
+    assert result["fault"] == "server_error" and result["msg"] == "some requests failed"
+    json.dumps(result)  # plain data only
