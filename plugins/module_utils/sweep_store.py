@@ -72,10 +72,8 @@ def probe(results_dir, host):
     """Create the host's measurements directory and write and remove a probe file in it (the sweep's
     preflight: a results directory that cannot take a file fails before anything is deployed)."""
     path = measurements_dir(results_dir, host)
-    if not os.path.isdir(path):
-        os.makedirs(path)
     probe_path = os.path.join(path, '.preflight-probe')
-    write_json_atomic(probe_path, {'preflight': utcnow()})
+    write_json_atomic(probe_path, {'preflight': utcnow()})  # creates the directory, as a measurement would
     os.unlink(probe_path)
     return path
 
