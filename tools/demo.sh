@@ -79,7 +79,7 @@ PY
 if [ -z "${DEMO_CLEANUP:-}" ]; then
   declare -A api_port=([sim1]=30030 [sim2]=30031)
   for h in $hosts; do
-    echo "$h keeps serving its winner: curl -s http://127.0.0.1:${api_port[$h]}/get_server_info"
+    echo "$h keeps serving its winner: curl -s http://127.0.0.1:${api_port[$h]}/server_info"
   done
   echo "stop the test hosts with: make testhosts-down"
 fi
