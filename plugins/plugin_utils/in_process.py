@@ -6,7 +6,9 @@
 On the controller (the sweep delegates these tasks to localhost, a local connection) the module's
 ``run(params, check_mode)`` is called in the worker that runs the task: the same arguments
 (validated by the module's own spec) and the same result, without starting a Python process and
-shipping an AnsiballZ payload for it. Anywhere else the module runs as usual.
+shipping an AnsiballZ payload for it. Anywhere else the module runs as usual, and so does a
+module with a ``no_log`` option: AnsibleModule masks those values in its result and invocation,
+and a direct call would not.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -19,6 +21,14 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.llmops.sglang.plugins.module_utils.module_runner import ModuleFailed
 
 
+def has_secret_option(argument_spec):
+    """Whether any option of the spec, nested ones included, is ``no_log``."""
+    for option in (argument_spec or {}).values():
+        if option.get('no_log') or has_secret_option(option.get('options')):
+            return True
+    return False
+
+
 class InProcessModuleAction(ActionBase):
     """Subclasses set ``MODULE``: the imported module (ARGUMENT_SPEC, MODULE_KWARGS, run)."""
 
@@ -28,7 +38,7 @@ class InProcessModuleAction(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super(InProcessModuleAction, self).run(tmp, task_vars)
-        if self._connection.transport != 'local':
+        if self._connection.transport != 'local' or has_secret_option(self.MODULE.ARGUMENT_SPEC):
             result.update(self._execute_module(task_vars=task_vars))
             return result
         validator = ArgumentSpecValidator(self.MODULE.ARGUMENT_SPEC, **self.MODULE.MODULE_KWARGS)
