@@ -15,7 +15,6 @@ import asyncio
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -23,41 +22,13 @@ import time
 import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-BIN = os.path.join(ROOT, ".venv", "bin")
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 import bench_client_overhead  # noqa: E402  (benchmarks/: the scripted server)
+from harness import free_port, tool  # noqa: E402
 
 STEP_S = 0.004
 ACCEPT = 3
-
-
-def _tool(name):
-    path = os.path.join(BIN, name)
-    return path if os.path.exists(path) else name
-
-
-@pytest.fixture(scope="module")
-def collections_path(tmp_path_factory):
-    base = tmp_path_factory.mktemp("collections")
-    link = base / "ansible_collections" / "llmops" / "sglang"
-    link.parent.mkdir(parents=True)
-    link.symlink_to(ROOT)
-    return str(base)
-
-
-@pytest.fixture(scope="module")
-def env(collections_path, tmp_path_factory):
-    e = dict(os.environ)
-    e.update({
-        "ANSIBLE_COLLECTIONS_PATH": collections_path,
-        "ANSIBLE_LOCAL_TEMP": str(tmp_path_factory.mktemp("ansible-tmp")),
-        "ANSIBLE_NOCOLOR": "1",
-        "ANSIBLE_PYTHON_INTERPRETER": sys.executable,
-        "ANSIBLE_INVENTORY_UNPARSED_WARNING": "false",
-        "ANSIBLE_LOCALHOST_WARNING": "false",
-    })
-    return e
 
 
 @pytest.fixture(scope="module")
@@ -85,16 +56,10 @@ def slow_server():
     proc.join(5)
 
 
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def adhoc(env, tmp_path, args, check=False):
     """Run the module with `ansible localhost -m`; returns (rc, result dict)."""
     tree = tmp_path / "tree"
-    cmd = [_tool("ansible"), "localhost", "-c", "local", "-m", "llmops.sglang.sglang_bench", "-a", json.dumps(args),
+    cmd = [tool("ansible"), "localhost", "-c", "local", "-m", "llmops.sglang.sglang_bench", "-a", json.dumps(args),
            "--tree", str(tree)]
     if check:
         cmd.append("--check")
@@ -106,7 +71,7 @@ def adhoc(env, tmp_path, args, check=False):
 def playbook(env, tmp_path, text, *extra):
     path = tmp_path / "play.yml"
     path.write_text(text)
-    return subprocess.run([_tool("ansible-playbook"), "-c", "local", "-i", "localhost,", str(path)] + list(extra),
+    return subprocess.run([tool("ansible-playbook"), "-c", "local", "-i", "localhost,", str(path)] + list(extra),
                           env=env, capture_output=True, text=True, timeout=180, cwd=str(tmp_path), check=False)
 
 

@@ -18,9 +18,7 @@ import math
 import os
 import signal
 import socket
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.request
@@ -39,33 +37,7 @@ import bench_client_overhead  # noqa: E402  (benchmarks/: the scripted server)
 from sglang_sim import models as sim_models  # noqa: E402
 from sglang_sim import profile as sim_profile  # noqa: E402
 
-STEPS = 3
-
-# The bundled deterministic profile (no jitter, fixed acceptance) with a near-free prefill.
-# Why: SGLang (and the simulator) run a prefill as soon as a request arrives, so requests of
-# one closed-loop round that arrive a millisecond apart join the batch one decode step apart;
-# predict() models rounds in lock-step. A near-free prefill keeps that arrival spread out of
-# the figures, so what remains between prediction and measurement is the client's own error.
-ACCURACY_PROFILE = """\
-name: bench-accuracy
-seed: 0
-model:
-  natural_output_sigma: 0.0
-timing:
-  load_time_s: 0.3
-  warmup_s: 0.05
-  jitter: 0.0
-  prefill_base_ms: 0.5
-  prefill_token_ms: 0.0
-acceptance:
-  deterministic: true
-"""
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from harness import ACCURACY_PROFILE, STEPS, Sim, free_port  # noqa: E402
 
 
 def params(url, **overrides):
@@ -82,40 +54,6 @@ def run(p, levels):
         return loop.run_until_complete(sglang_bench.run_benchmark(p, levels, None))
     finally:
         loop.close()
-
-
-class Sim:
-    """The simulator as a subprocess on a free port."""
-
-    def __init__(self, profile_path, steps=STEPS):
-        self.port = free_port()
-        self.url = "http://127.0.0.1:%d" % self.port
-        self.log = tempfile.NamedTemporaryFile(prefix="sglang-sim-", suffix=".log", delete=False)
-        profile = sim_profile.load_profile(profile_path)
-        self.tp = profile["hardware"]["gpu_count"]
-        cmd = [sys.executable, "-m", "sglang_sim", "--model-path", "sim/model", "--port", str(self.port),
-               "--tp-size", str(self.tp), "--sim-profile", profile_path,
-               "--speculative-algorithm", "EAGLE", "--speculative-num-steps", str(steps),
-               "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", str(steps + 1)]
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError("simulator exited: %s" % open(self.log.name).read()[-2000:])
-            try:
-                with urllib.request.urlopen(self.url + "/health", timeout=1) as resp:
-                    if resp.status == 200:
-                        return
-            except Exception:  # noqa: BLE001 - still starting
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError("simulator did not become ready")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(10)
-        os.unlink(self.log.name)
 
 
 @pytest.fixture(scope="module")

@@ -20,14 +20,12 @@ import sys
 
 import pytest
 
-HERE = os.path.dirname(__file__)
-sys.path.insert(0, HERE)
+from harness import ACCURACY_PROFILE, ROOT, STEPS, Sim, tool
 
-import test_bench_ansible as ansible_harness  # noqa: E402  (its scripted older server and env)
-import test_bench_sim as sim_harness  # noqa: E402  (its simulator subprocess)
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+import bench_client_overhead  # noqa: E402  (benchmarks/: the scripted server)
 
-env = ansible_harness.env
-collections_path = ansible_harness.collections_path
+API_KEY = "sk-probe-test-4f1c"
 
 PROBE_PLAY = """
 - name: Ask what serves, as the sweep does
@@ -44,6 +42,7 @@ PROBE_PLAY = """
         _sweep_unit: sglang-probe.service
         _sweep_unit_probe: "true"
         _sweep_deployment: null
+        sglang_service_api_key: {api_key}
     - name: Keep what it found
       ansible.builtin.copy:
         dest: "{out}"
@@ -53,20 +52,20 @@ PROBE_PLAY = """
 """
 
 
-def probe(env, tmp_path, url):
+def probe(env, tmp_path, url, api_key=None, verbosity=()):
+    """Run the probe; returns what it found and the run's output."""
     out = tmp_path / "serving.json"
     play = tmp_path / "probe.yml"
-    play.write_text(PROBE_PLAY.format(url=url, out=out))
-    proc = subprocess.run([ansible_harness._tool("ansible-playbook"), "-c", "local", "-i", "localhost,", str(play)],
+    play.write_text(PROBE_PLAY.format(url=url, out=out, api_key=json.dumps(api_key)))
+    proc = subprocess.run([tool("ansible-playbook"), "-c", "local", "-i", "localhost,", str(play)] + list(verbosity),
                           env=env, capture_output=True, text=True, timeout=180, cwd=str(tmp_path), check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    return json.loads(out.read_text())
+    return json.loads(out.read_text()), proc.stdout + proc.stderr
 
 
 @pytest.fixture(scope="module")
 def older_server():
-    proc, port, _stats = ansible_harness.bench_client_overhead.start_scripted_server(
-        step_s=ansible_harness.STEP_S, accept=ansible_harness.ACCEPT)
+    proc, port, _stats = bench_client_overhead.start_scripted_server(step_s=0.004, accept=3)
     yield "http://127.0.0.1:%d" % port
     proc.terminate()
     proc.join(5)
@@ -75,17 +74,26 @@ def older_server():
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory):
     profile = tmp_path_factory.mktemp("profile") / "profile.yaml"
-    profile.write_text(sim_harness.ACCURACY_PROFILE)
-    server = sim_harness.Sim(str(profile))
+    profile.write_text(ACCURACY_PROFILE)
+    server = Sim(str(profile))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def sim_with_key(tmp_path_factory):
+    profile = tmp_path_factory.mktemp("profile") / "profile.yaml"
+    profile.write_text(ACCURACY_PROFILE)
+    server = Sim(str(profile), extra_args=["--api-key", API_KEY])
     yield server
     server.stop()
 
 
 def test_probe_reads_sglang_0523_without_its_deprecation_warning(env, tmp_path, sim):
-    found = probe(env, tmp_path, sim.url)
+    found, _output = probe(env, tmp_path, sim.url)
     assert found["status"] == 200
     assert found["url"].endswith("/server_info")
-    assert "serves EAGLE steps %d" % sim_harness.STEPS in found["serving"], found
+    assert "serves EAGLE steps %d" % STEPS in found["serving"], found
     with open(sim.log.name) as handle:
         log = handle.read()
     assert "The server is fired up" in log
@@ -93,8 +101,23 @@ def test_probe_reads_sglang_0523_without_its_deprecation_warning(env, tmp_path, 
 
 
 def test_probe_falls_back_for_a_server_older_than_0523(env, tmp_path, older_server):
-    found = probe(env, tmp_path, older_server)
+    found, _output = probe(env, tmp_path, older_server)
     # /server_info answered 404: the answer that counts is the old name's
     assert found["status"] == 200
     assert found["url"].endswith("/get_server_info")
     assert "(SGLang 0.5.4-scripted)" in found["serving"], found
+
+
+def test_probe_sends_the_api_key_and_keeps_it_out_of_the_output(env, tmp_path, sim_with_key):
+    found, output = probe(env, tmp_path, sim_with_key.url, api_key=API_KEY, verbosity=["-vvv"])
+    # 200, not 401: the key went along as a bearer token
+    assert found["status"] == 200, found
+    assert "serves EAGLE steps %d" % STEPS in found["serving"], found
+    assert API_KEY not in output  # the key is nowhere in the output, even at -vvv...
+    assert "censored" in output  # ...because no_log hid the probes' arguments and results
+
+
+def test_probe_without_the_key_is_refused_by_a_server_that_wants_one(env, tmp_path, sim_with_key):
+    found, _output = probe(env, tmp_path, sim_with_key.url)
+    assert found["status"] == 401, found
+    assert "does not answer" in found["serving"] or "nothing" in found["serving"], found
