@@ -166,9 +166,21 @@ options:
     type: float
   warmup_requests:
     description:
-      - Requests sent before each level's measured phase and not counted.
+      - Requests sent before a level's measured phase and not counted; O(warmup_levels) says which levels.
     type: int
     default: 2
+  warmup_levels:
+    description:
+      - Which levels begin with the O(warmup_requests).
+      - V(all) warms up before every level.
+      - V(first) warms up only before the first level, as C(sglang.bench_serving) warms up once per run.
+        A later level's warm-up changes nothing it measures, since warm-up requests finish before
+        measuring begins and every measured phase starts from an idle server. Such a level takes its
+        overall deadline from the previous level's latency, and the burst check from the pace of the
+        levels before it.
+    type: str
+    choices: [all, first]
+    default: all
   seed:
     description:
       - Seed of the synthetic prompts and of the prompt order. The same seed gives the same load.
@@ -814,7 +826,8 @@ async def _run_benchmark(params, levels, prompts, log, report):
                 if log:
                     log("flush_cache failed: %s" % exc)
         n_requests, rule, stop = level_plan(concurrency, params, max_running)
-        run = LevelRun(endpoint, path, parser, make_body, concurrency, n_requests, params["warmup_requests"], params.get("duration_s"),
+        warmup = params["warmup_requests"] if index == 1 or params.get("warmup_levels", "all") == "all" else 0
+        run = LevelRun(endpoint, path, parser, make_body, concurrency, n_requests, warmup, params.get("duration_s"),
                        stall_timeout=stall, reference=reference, stop_rule=rule)
         if report is not None:
             report.level(index, concurrency, run)
@@ -896,6 +909,7 @@ def describe_workload(params, levels, prompts, model, max_running=None):
         "adaptive": (dict((k, params.get(k)) for k in ADAPTIVE_OPTIONS) if params.get("stop", "fixed") == "adaptive" else None),
         "duration_s": params.get("duration_s"),
         "warmup_requests": params["warmup_requests"],
+        "warmup_levels": params.get("warmup_levels", "all"),
         "prompt_count": count,
         "flush_cache": params.get("flush_cache", True),
     }
@@ -951,6 +965,7 @@ def main():
             precision_levels=dict(type="list", elements="int"),
             duration_s=dict(type="float"),
             warmup_requests=dict(type="int", default=2),
+            warmup_levels=dict(type="str", default="all", choices=["all", "first"]),
             seed=dict(type="int", default=0),
             workload=dict(type="str", default="synthetic", choices=["synthetic", "realistic", "file"]),
             input_len=dict(type="int", default=1024),

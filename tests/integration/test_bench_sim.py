@@ -294,6 +294,37 @@ timing:
 """
 
 
+def _requests_served(sim):
+    """The simulator's num_requests_total (SGLang's Prometheus counter, sglang:num_requests_total)."""
+    with urllib.request.urlopen(sim.url + "/metrics", timeout=5) as resp:
+        text = resp.read().decode()
+    return sum(float(line.split()[-1]) for line in text.splitlines()
+               if line.startswith("sglang:num_requests_total"))
+
+
+@pytest.fixture(scope="module")
+def metrics_sim(accuracy_profile):
+    sim = Sim(accuracy_profile, extra_args=["--enable-metrics"])
+    yield sim
+    sim.stop()
+
+
+@pytest.mark.parametrize("warmup_levels, warm_levels", [("all", [1, 2, 4]), ("first", [1])])
+def test_warmup_levels_says_which_levels_warm_up(metrics_sim, warmup_levels, warm_levels):
+    before = _requests_served(metrics_sim)
+    result, problem = run(params(metrics_sim.url, requests_per_level=4, output_len=32, warmup_requests=2,
+                                 warmup_levels=warmup_levels), [1, 2, 4])
+    assert problem is None
+    levels = result["levels"]
+    assert [lv["requests_completed"] for lv in levels] == [4, 4, 4]
+    # A level that warms up spent time on it; one that does not, none.
+    assert [lv["concurrency"] for lv in levels if lv["warmup_s"] > 0] == warm_levels
+    assert all(lv["warmup_s"] == 0 for lv in levels if lv["concurrency"] not in warm_levels)
+    # The server saw the warm-up requests of those levels only, besides the measured ones.
+    assert _requests_served(metrics_sim) - before == 3 * 4 + 2 * len(warm_levels)
+    assert result["workload"]["warmup_levels"] == warmup_levels
+
+
 def test_adaptive_stops_a_precise_level_early_and_measures_the_others_briefly(accuracy_sim):
     # The deterministic profile: the median per-request rate is known at once, so concurrency 1
     # stops at the first check the rule can make (8 requests); concurrency 4 is not ranked.
