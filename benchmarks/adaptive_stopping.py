@@ -3,7 +3,8 @@
 For each objective (agentic, throughput) the script walks the sweep's step counts the way
 roles/sweep does (ascending, early stop, sweep_decide.plan and its bounds), starts a simulator
 for each step count with the sweep's flags, drives the sweep's benchmark (sglang_bench's
-run_benchmark, concurrency 1..32, 1024 -> 512 tokens, 2 warm-up requests) once with fixed
+run_benchmark, concurrency 1..32, 1024 -> 512 tokens, 2 warm-up requests before the first level, as
+the sweep's sweep_warmup_levels: first; ``--warmup-levels all`` before every level) once with fixed
 request counts (the module's default counts) and once with adaptive stopping (what the sweep
 passes by default), and decides with sweep_decide.evaluate. It prints the benchmarking
 seconds, the requests per level and the winners of both.
@@ -62,11 +63,11 @@ def sim_args(steps):
             "--speculative-num-draft-tokens", str(steps + 1)]
 
 
-def bench_params(url, mode, objective, bounds):
+def bench_params(url, mode, objective, bounds, warmup_levels="first"):
     params = dict(url=url, api="native", api_key=None, model=None, connect_timeout=10.0, request_timeout=600.0,
                   validate_certs=True, requests_per_level=None, duration_s=None, warmup_requests=2, seed=0,
                   workload="synthetic", input_len=1024, output_len=512, temperature=0.7, flush_cache=True,
-                  stall_timeout=30.0, stop=mode)
+                  stall_timeout=30.0, stop=mode, warmup_levels=warmup_levels)
     if mode == "adaptive":
         # What roles/sweep passes: the ranked figure at the ranked level, to half the margin.
         params.update(stop_metric="per_request" if objective == "agentic" else "aggregate",
@@ -95,7 +96,7 @@ def measure(profile_path, steps, port, params):
     return {"steps": steps, "status": "ok", "repeats": [{"levels": result["levels"]}], "failure": None}, seconds
 
 
-def sweep(profile_path, objective, mode, port, cache):
+def sweep(profile_path, objective, mode, port, cache, warmup_levels):
     configs = dict((s, {"steps": s, "status": "missing", "repeats": []}) for s in STEPS)
     seconds = {}
     while True:
@@ -105,7 +106,7 @@ def sweep(profile_path, objective, mode, port, cache):
         steps, bounds = todo[0]["steps"], todo[0].get("bounds") or []
         key = (steps, mode, None if mode == "fixed" else (objective, tuple(bounds)))
         if key not in cache:
-            cache[key] = measure(profile_path, steps, port, bench_params(None, mode, objective, bounds))
+            cache[key] = measure(profile_path, steps, port, bench_params(None, mode, objective, bounds, warmup_levels))
         configs[steps], seconds[steps] = cache[key]
         print("  %-10s %-8s steps %2d: %5.1f s %s" % (objective, mode, steps, seconds[steps], configs[steps]["status"]), flush=True)
     evaluation = sd.evaluate(list(configs.values()), objective, 1, LEVELS, SWEEP)
@@ -136,18 +137,20 @@ def main():
     ap.add_argument("--port", type=int, default=30048, help="simulator port (this benchmark's: 30048-30055)")
     ap.add_argument("--objectives", default="agentic,throughput")
     ap.add_argument("--json", help="write the figures to this file")
+    ap.add_argument("--warmup-levels", choices=["first", "all"], default="first",
+                    help="levels that begin with the 2 warm-up requests (the sweep's default: first)")
     opts = ap.parse_args()
     overlay = json.loads(json.dumps(FAST_START))
     for key, value in PROFILES[opts.profile].items():
         overlay.setdefault(key, {}).update(value)
     profile_path = write_profile(overlay)
     cache = {}
-    out = {"profile": opts.profile, "overlay": PROFILES[opts.profile], "objectives": {}}
+    out = {"profile": opts.profile, "overlay": PROFILES[opts.profile], "warmup_levels": opts.warmup_levels, "objectives": {}}
     try:
         for objective in opts.objectives.split(","):
             row = {}
             for mode in ("fixed", "adaptive"):
-                row[mode] = sweep(profile_path, objective, mode, opts.port, cache)
+                row[mode] = sweep(profile_path, objective, mode, opts.port, cache, opts.warmup_levels)
                 row[mode]["predicted_figure"] = predicted(profile_path, objective, row[mode]["winner"])
             measured_ok = [s for s in STEPS if s in row["fixed"]["requests"] or s in row["adaptive"]["requests"]]
             model = dict((s, predicted(profile_path, objective, s)) for s in measured_ok)
@@ -158,7 +161,8 @@ def main():
     finally:
         os.unlink(profile_path)
     for objective, row in out["objectives"].items():
-        print("\n%s, profile %s" % (objective, opts.profile))
+        print("\n%s, profile %s, warm-up before %s level%s" % (objective, opts.profile, opts.warmup_levels,
+                                                               "s" if opts.warmup_levels == "all" else ""))
         for mode in ("fixed", "adaptive"):
             r = row[mode]
             print("  %-8s winner steps %s (model: %s tok/s), benchmarking %.1f s" % (
