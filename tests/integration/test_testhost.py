@@ -13,6 +13,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 
 import pytest
 
@@ -21,7 +22,10 @@ TESTHOST = os.path.join(ROOT, "tools", "testhost")
 HOSTS = {"pytest-th-a": 2205, "pytest-th-b": 2206}
 # Each host belongs to a run of its own, so that `destroy --run` and `leftovers --run` can be
 # shown to touch one run's hosts and not another's.
-RUNS = {name: "pytest-%d-%s" % (os.getpid(), name[-1]) for name in HOSTS}
+# Unique beyond this process: a run's record (runs/ID under the test-host root) outlives a run that was
+# killed before it checked its leftovers, and pids repeat across boots of the machine (a stale record
+# of an earlier pytest with this pid made leftovers count 2 hosts created instead of 1).
+RUNS = {name: "pytest-%d-%s-%s" % (os.getpid(), uuid.uuid4().hex[:8], name[-1]) for name in HOSTS}
 LOCK = os.path.join(os.environ.get("LLMOPS_TESTHOST_ROOT", "/var/lib/llmops-testhost"), "locks", "pytest-testhost")
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="systemd-nspawn needs root")
