@@ -117,6 +117,32 @@ def test_unit_settings():
     assert "MemoryMax" not in unit_sections(render("sglang.service.j2", SEED))["Service"]
 
 
+def test_rollback_guard_runs_the_restore_script_with_every_file_kind():
+    overrides = dict(SEED, sglang_service_name="sglang-qwen")
+    unit = unit_sections(render("sglang.service.j2", overrides))["Unit"]
+    assert unit["OnFailure"] == "sglang-qwen-rollback.service"
+    guard = unit_sections(render("sglang-rollback.service.j2", overrides))["Service"]
+    assert guard["Type"] == "oneshot"
+    argv = guard["ExecStart"].split()
+    # the server's own interpreter runs the script the role installs next to the configuration
+    assert argv[:4] == ["/opt/sglang/venv/bin/python", "/etc/sglang/sglang-qwen.restore-last-good.py",
+                        "sglang-qwen.service", "/etc/sglang/sglang-qwen.last-good"]
+    paths = dict(arg.split("=", 1) for arg in argv[4:])
+    # every file a last good configuration may hold, at the place the role renders it
+    assert paths == {"unit": "/etc/systemd/system/sglang-qwen.service", "env": "/etc/sglang/sglang-qwen.env",
+                     "config": "/etc/sglang/sglang-qwen.yaml", "sim-profile": "/etc/sglang/sglang-qwen.sim-profile.yaml",
+                     "adaptive-config": "/etc/sglang/sglang-qwen.adaptive.json"}
+    names = {f["name"] for f in role_var("_sglang_service_saved_files", dict(
+        overrides, sglang_service_launch_module="sglang_sim", sglang_service_sim_profile="p.yaml",
+        sglang_service_speculative_adaptive=True, sglang_service_speculative_adaptive_config={"x": 1}))}
+    assert names <= set(paths)
+
+
+def test_no_rollback_guard_without_rollback():
+    unit = unit_sections(render("sglang.service.j2", dict(SEED, sglang_service_rollback=False)))["Unit"]
+    assert "OnFailure" not in unit
+
+
 def test_api_key_only_in_the_config_file():
     key = "sk-very$ecret\"key: #1"
     overrides = dict(SEED, sglang_service_api_key=key)

@@ -1,0 +1,82 @@
+"""The rollback guard's script (roles/sglang_service/files/restore_last_good.py) on real files.
+
+What it puts back and when it leaves things alone; that systemd runs it when the unit fails and
+that the last good server then serves is molecule sglang_service's interrupted-deploy check."""
+import importlib.util
+import json
+import os
+import stat
+
+import pytest
+
+SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "sglang_service", "files",
+                      "restore_last_good.py")
+spec = importlib.util.spec_from_file_location("restore_last_good", SCRIPT)
+restore_last_good = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(restore_last_good)
+
+
+@pytest.fixture
+def host(tmp_path):
+    """A configuration directory whose last good configuration is steps 4, with steps 10 in place."""
+    live, last_good = tmp_path / "etc", tmp_path / "etc" / "sglang.last-good"
+    last_good.mkdir(parents=True)
+    paths = {name: str(live / name) for name in ("unit", "env", "config", "sim-profile", "adaptive-config")}
+    for name, content in (("unit", "[Service]\n"), ("env", "A=1\n"), ("config", "speculative-num-steps: 4\n")):
+        (last_good / name).write_text(content)
+        os.chmod(last_good / name, 0o640)
+    (last_good / "config.json").write_text(json.dumps(
+        {"files": ["unit", "env", "config"], "speculative": {"num_steps": 4}, "api_key": "sk-secret"}))
+    (live / "unit").write_text("[Service]\n")
+    (live / "env").write_text("A=1\n")
+    (live / "config").write_text("speculative-num-steps: 10\n")
+    os.chmod(live / "config", 0o600)
+    return paths, str(last_good)
+
+
+def test_puts_back_only_what_differs_with_the_copys_mode(host):
+    paths, last_good = host
+    unit_inode = os.stat(paths["unit"]).st_ino
+    restored, record = restore_last_good.restore(last_good, paths)
+    assert restored == ["config"]
+    assert record["speculative"] == {"num_steps": 4}
+    with open(paths["config"]) as fh:
+        assert fh.read() == "speculative-num-steps: 4\n"
+    assert stat.S_IMODE(os.stat(paths["config"]).st_mode) == 0o640
+    assert os.stat(paths["unit"]).st_ino == unit_inode  # an equal file is not rewritten
+    assert not [n for n in os.listdir(os.path.dirname(paths["config"])) if ".rollback-" in n]
+
+
+def test_a_missing_file_in_place_is_put_back(host):
+    paths, last_good = host
+    os.unlink(paths["env"])
+    assert restore_last_good.restore(last_good, paths)[0] == ["env", "config"]
+
+
+def test_nothing_to_do_when_the_last_good_configuration_is_in_place(host, capsys):
+    paths, last_good = host
+    restore_last_good.restore(last_good, paths)
+    assert restore_last_good.restore(last_good, paths)[0] == []
+    # main() ends there too, without touching systemd (no restart loop of a configuration that once served)
+    assert restore_last_good.main(["sglang.service", last_good] + ["%s=%s" % kv for kv in paths.items()]) == 0
+    out = capsys.readouterr().out
+    assert "nothing to roll back" in out and "sk-secret" not in out
+
+
+def test_nothing_to_do_without_a_last_good_configuration(tmp_path, capsys):
+    assert restore_last_good.restore(str(tmp_path / "none"), {"unit": str(tmp_path / "u")}) == ([], None)
+    assert restore_last_good.main(["sglang.service", str(tmp_path / "none"), "unit=%s" % (tmp_path / "u")]) == 0
+    assert "nothing to roll back to" in capsys.readouterr().out
+
+
+def test_a_file_of_unknown_kind_is_refused_before_anything_changes(host, capsys):
+    paths, last_good = host
+    del paths["config"]
+    with pytest.raises(ValueError, match="config"):
+        restore_last_good.restore(last_good, paths)
+    assert restore_last_good.main(["sglang.service", last_good] + ["%s=%s" % kv for kv in paths.items()]) == 1
+    assert "could not be restored" in capsys.readouterr().out
+
+
+def test_usage_without_paths():
+    assert restore_last_good.main(["sglang.service"]) == 2
