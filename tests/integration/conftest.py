@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from harness import ROOT
+from harness import ACCURACY_PROFILE, ROOT
 
 
 @pytest.fixture(scope="module")
@@ -38,3 +38,11 @@ def env(collections_path, tmp_path_factory):
         "ANSIBLE_LOCALHOST_WARNING": "false",
     })
     return e
+
+
+@pytest.fixture(scope="session")
+def accuracy_profile(tmp_path_factory):
+    """harness.ACCURACY_PROFILE as a file, for harness.Sim."""
+    path = tmp_path_factory.mktemp("profile") / "bench-accuracy.yaml"
+    path.write_text(ACCURACY_PROFILE)
+    return str(path)

@@ -2,26 +2,20 @@
 # Copyright: (c) 2026, llmops.sglang contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the integration tests share: the toolchain's CLIs, free ports and the simulator as a
-local subprocess. Their pytest fixtures (the Ansible environment) are in conftest.py."""
+local subprocess (the simulator package's own test helpers, with the flags these tests deploy). Their pytest fixtures (the Ansible environment) are in conftest.py."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 import os
-import signal
-import socket
-import subprocess
-import sys
-import tempfile
-import time
-import urllib.request
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BIN = os.path.join(ROOT, ".venv", "bin")
 
 # make venv installs the simulator (pip install -e simulator): a missing one fails, not skips.
 from sglang_sim import profile as sim_profile  # noqa: E402
+from sglang_sim.testing import SimProcess, free_port  # noqa: E402,F401 (free_port: for the tests)
 
 STEPS = 3
 
@@ -52,42 +46,26 @@ def tool(name):
     return path if os.path.exists(path) else name
 
 
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class Sim:
-    """The simulator as a subprocess on a free port (``extra_args``: more SGLang flags)."""
+class Sim(SimProcess):
+    """The simulator as a local subprocess on a free port, started: EAGLE at ``steps`` (topk 1),
+    --tp-size from the profile; ``extra_args`` are more SGLang flags."""
 
     def __init__(self, profile_path, steps=STEPS, extra_args=()):
-        self.port = free_port()
-        self.url = "http://127.0.0.1:%d" % self.port
-        self.log = tempfile.NamedTemporaryFile(prefix="sglang-sim-", suffix=".log", delete=False)
-        profile = sim_profile.load_profile(profile_path)
-        self.tp = profile["hardware"]["gpu_count"]
-        cmd = [sys.executable, "-m", "sglang_sim", "--model-path", "sim/model", "--port", str(self.port),
-               "--tp-size", str(self.tp), "--sim-profile", profile_path,
-               "--speculative-algorithm", "EAGLE", "--speculative-num-steps", str(steps),
-               "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", str(steps + 1)] + list(extra_args)
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError("simulator exited: %s" % open(self.log.name).read()[-2000:])
-            try:
-                # /health needs no API key (SGLang 0.5.23's add_api_key_middleware)
-                with urllib.request.urlopen(self.url + "/health", timeout=1) as resp:
-                    if resp.status == 200:
-                        return
-            except Exception:  # noqa: BLE001 - still starting
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError("simulator did not become ready")
+        self.tp = sim_profile.load_profile(profile_path)["hardware"]["gpu_count"]
+        super().__init__(["--tp-size", str(self.tp), "--speculative-algorithm", "EAGLE",
+                          "--speculative-num-steps", str(steps), "--speculative-eagle-topk", "1",
+                          "--speculative-num-draft-tokens", str(steps + 1)] + list(extra_args),
+                         profile=profile_path, model_path="sim/model")
+        try:
+            self.start()
+        except Exception:
+            self.stop()
+            raise
 
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(10)
-        os.unlink(self.log.name)
+    def stop(self, timeout=10):
+        # SIGKILL: a test may leave the server stopped (SIGSTOP) or mid-request, and nothing of its
+        # shutdown is under test here (the simulator's own tests cover SIGTERM).
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout)
+        self.log_file.close()

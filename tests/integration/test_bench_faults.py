@@ -25,7 +25,8 @@ import pytest
 from ansible_collections.llmops.sglang.plugins.module_utils.bench_client import BenchmarkBusy, Endpoint, LevelRun, ServerLock, make_parser
 from ansible_collections.llmops.sglang.plugins.module_utils.bench_workloads import body_factory
 
-from test_bench_sim import Sim, bench_client_overhead, params, run  # noqa: E402  (the sibling test's simulator and scripted server)
+from harness import Sim  # noqa: E402
+from test_bench_sim import bench_client_overhead, params, run  # noqa: E402  (the sibling test's helpers and scripted server)
 
 STALL_S = 3.0
 

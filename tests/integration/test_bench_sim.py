@@ -37,7 +37,7 @@ import bench_client_overhead  # noqa: E402  (benchmarks/: the scripted server)
 from sglang_sim import models as sim_models  # noqa: E402
 from sglang_sim import profile as sim_profile  # noqa: E402
 
-from harness import ACCURACY_PROFILE, STEPS, Sim, free_port  # noqa: E402
+from harness import STEPS, Sim, free_port  # noqa: E402
 
 
 def params(url, **overrides):
@@ -54,13 +54,6 @@ def run(p, levels):
         return loop.run_until_complete(sglang_bench.run_benchmark(p, levels, None))
     finally:
         loop.close()
-
-
-@pytest.fixture(scope="module")
-def accuracy_profile(tmp_path_factory):
-    path = tmp_path_factory.mktemp("profile") / "bench-accuracy.yaml"
-    path.write_text(ACCURACY_PROFILE)
-    return str(path)
 
 
 @pytest.fixture(scope="module")

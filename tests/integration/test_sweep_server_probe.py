@@ -20,7 +20,7 @@ import sys
 
 import pytest
 
-from harness import ACCURACY_PROFILE, ROOT, STEPS, Sim, tool
+from harness import ROOT, STEPS, Sim, tool
 
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 import bench_client_overhead  # noqa: E402  (benchmarks/: the scripted server)
@@ -72,19 +72,15 @@ def older_server():
 
 
 @pytest.fixture(scope="module")
-def sim(tmp_path_factory):
-    profile = tmp_path_factory.mktemp("profile") / "profile.yaml"
-    profile.write_text(ACCURACY_PROFILE)
-    server = Sim(str(profile))
+def sim(accuracy_profile):
+    server = Sim(accuracy_profile)
     yield server
     server.stop()
 
 
 @pytest.fixture(scope="module")
-def sim_with_key(tmp_path_factory):
-    profile = tmp_path_factory.mktemp("profile") / "profile.yaml"
-    profile.write_text(ACCURACY_PROFILE)
-    server = Sim(str(profile), extra_args=["--api-key", API_KEY])
+def sim_with_key(accuracy_profile):
+    server = Sim(accuracy_profile, extra_args=["--api-key", API_KEY])
     yield server
     server.stop()
 
@@ -94,8 +90,7 @@ def test_probe_reads_sglang_0523_without_its_deprecation_warning(env, tmp_path, 
     assert found["status"] == 200
     assert found["url"].endswith("/server_info")
     assert "serves EAGLE steps %d" % STEPS in found["serving"], found
-    with open(sim.log.name) as handle:
-        log = handle.read()
+    log = sim.output()
     assert "The server is fired up" in log
     assert "is deprecated" not in log, [line for line in log.splitlines() if "deprecated" in line]
 
