@@ -2,7 +2,8 @@
 # Copyright: (c) 2026, llmops.sglang contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the integration tests share: the toolchain's CLIs, free ports and the simulator as a
-local subprocess (the simulator package's own test helpers, with the flags these tests deploy). Their pytest fixtures (the Ansible environment) are in conftest.py."""
+local subprocess (the simulator package's own test helpers, with the flags these tests
+deploy). Their pytest fixtures (the Ansible environment) are in conftest.py."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -15,7 +16,9 @@ BIN = os.path.join(ROOT, ".venv", "bin")
 
 # make venv installs the simulator (pip install -e simulator): a missing one fails, not skips.
 from sglang_sim import profile as sim_profile  # noqa: E402
-from sglang_sim.testing import SimProcess, free_port  # noqa: E402,F401 (free_port: for the tests)
+from sglang_sim import testing as sim_testing  # noqa: E402
+
+free_port = sim_testing.free_port
 
 STEPS = 3
 
@@ -46,7 +49,7 @@ def tool(name):
     return path if os.path.exists(path) else name
 
 
-class Sim(SimProcess):
+class Sim(sim_testing.SimProcess):
     """The simulator as a local subprocess on a free port, started: EAGLE at ``steps`` (topk 1),
     --tp-size from the profile; ``extra_args`` are more SGLang flags."""
 
