@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 
 SHOW_PROPERTIES = (
     'ActiveState', 'SubState', 'Result', 'NRestarts', 'MainPID', 'ExecMainStatus',
@@ -26,6 +27,15 @@ _INT_PROPERTIES = ('NRestarts', 'MainPID', 'ExecMainStatus', 'ExecMainStartTimes
 # The option both unit modules take (sglang_service_stop, sglang_service_wait; documented by the
 # llmops.sglang.service_unit doc fragment).
 UNIT_ARGUMENT_SPEC = dict(name=dict(type='str', required=True))
+
+# The options of a stop: sglang_service_stop's, and sglang_service_wait's for stop=true (with stop_
+# before timeout there, where timeout is the readiness wait's).
+STOP_ARGUMENT_SPEC = dict(
+    timeout=dict(type='int', default=300),
+    gpus=dict(type='list', elements='str', default=[]),
+    gpu_memory_used_max_mib=dict(type='int', default=1024),
+    nvidia_smi_timeout=dict(type='int', default=10),
+)
 
 
 def unit_name(name):
@@ -234,3 +244,79 @@ def gpu_holders(snapshot, gpus, max_used_mib, own_pids):
         where = (' by ' + held) if held else ', no process listed (another container or a leak?)'
         reasons.append('GPU %d: %d MiB used%s' % (gpu['index'], gpu['memory_used_mib'], where))
     return reasons
+
+
+def wait_until_released(pids, gpu_busy, timeout, interval=0.5):
+    """Wait until none of ``pids`` runs and the GPUs are free, for at most ``timeout`` seconds.
+
+    ``gpu_busy(remaining_s)`` returns the reasons the GPUs are not free ([] when they are, None
+    without nvidia-smi); it may raise NvidiaSmiError, which counts as "not confirmed free".
+    Returns (released, alive, busy, waited_s).
+    """
+    started = time.monotonic()
+    while True:
+        alive = sorted(p for p in pids if pid_alive(p))
+        remaining = timeout - (time.monotonic() - started)
+        try:
+            busy = gpu_busy(max(1.0, remaining)) or []
+        except NvidiaSmiError as exc:
+            busy = ['GPUs not confirmed free: %s' % exc]
+        waited = round(time.monotonic() - started, 2)
+        if not alive and not busy:
+            return True, alive, busy, waited
+        if waited >= timeout:
+            return False, alive, busy, waited
+        time.sleep(min(interval, max(0.0, timeout - waited)))
+
+
+def gpu_checker(nvidia_smi, gpus, max_used_mib, own_pids, call_timeout):
+    """The ``gpu_busy`` of wait_until_released for the unit's GPUs (None without nvidia-smi)."""
+    def busy(remaining):
+        if not nvidia_smi:
+            return None
+        snapshot = gpu_snapshot(nvidia_smi, min(call_timeout, remaining))
+        # nvidia-smi lists host PIDs; SGLang's children are all in the cgroup, so the PIDs seen
+        # before the stop are the unit's.
+        return gpu_holders(snapshot, select_gpus(snapshot, gpus), max_used_mib, own_pids)
+    return busy
+
+
+def stop_unit(module, unit, timeout, gpus, gpu_memory_used_max_mib, nvidia_smi_timeout):
+    """Stop ``unit``, wait until its processes and GPUs are free, clear its failed state.
+
+    Returns (result, error). ``result``: changed (it was running), stopped_pids, waited_s, gpu_checked,
+    gpu_busy and journal_cursor (taken after the stop, for the next start's diagnosis). ``error`` is
+    a message when the stop failed or the release timed out (the unit then stays stopped), else
+    None. In check mode nothing is stopped.
+    """
+    state = systemctl_show(module, unit)
+    pids = cgroup_pids(state.get('ControlGroup'))
+    if state.get('MainPID'):
+        pids.add(state['MainPID'])
+    running = state.get('ActiveState') not in ('inactive', 'failed') or bool(pids)
+    result = dict(changed=running, stopped_pids=sorted(pids), waited_s=0.0, gpu_checked=False, gpu_busy=[],
+                  journal_cursor=None)
+    if module.check_mode:
+        return result, None
+
+    systemctl = module.get_bin_path('systemctl', required=True)
+    if running:
+        rc, dummy, err = module.run_command([systemctl, 'stop', unit])
+        if rc != 0:
+            return result, 'systemctl stop %s failed: %s' % (unit, err.strip())
+
+    nvidia_smi = module.get_bin_path('nvidia-smi')
+    checker = gpu_checker(nvidia_smi, [g for g in gpus if g.strip()], gpu_memory_used_max_mib, set(pids),
+                          nvidia_smi_timeout)
+    released, alive, busy, waited = wait_until_released(pids, checker, timeout)
+    result.update(gpu_checked=nvidia_smi is not None, waited_s=waited, gpu_busy=busy)
+    if not released:
+        return result, ('%s stopped, but after %.0f s %s%s%s. The unit stays stopped; free the GPUs (or raise '
+                        'sglang_service_stop_timeout) and run again.'
+                        % (unit, waited, ('processes %s of the unit are still alive' % alive) if alive else '',
+                           '; ' if alive and busy else '', '; '.join(busy)))
+
+    # A unit that hit StartLimitBurst refuses to start until its failed state is cleared.
+    module.run_command([systemctl, 'reset-failed', unit])
+    result['journal_cursor'] = journal_cursor(module)
+    return result, None

@@ -90,94 +90,21 @@ journal_cursor:
   type: str
 '''
 
-import time
-
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.llmops.sglang.plugins.module_utils.service_systemd import (
-    UNIT_ARGUMENT_SPEC, NvidiaSmiError, cgroup_pids, gpu_holders, gpu_snapshot, journal_cursor, pid_alive, select_gpus,
-    systemctl_show, unit_name)
-
-
-def wait_until_released(pids, gpu_busy, timeout, interval=0.5):
-    """Wait until none of ``pids`` runs and the GPUs are free, for at most ``timeout`` seconds.
-
-    ``gpu_busy(remaining_s)`` returns the reasons the GPUs are not free ([] when they are, None
-    without nvidia-smi); it may raise NvidiaSmiError, which counts as "not confirmed free".
-    Returns (released, alive, busy, waited_s).
-    """
-    started = time.monotonic()
-    while True:
-        alive = sorted(p for p in pids if pid_alive(p))
-        remaining = timeout - (time.monotonic() - started)
-        try:
-            busy = gpu_busy(max(1.0, remaining)) or []
-        except NvidiaSmiError as exc:
-            busy = ['GPUs not confirmed free: %s' % exc]
-        waited = round(time.monotonic() - started, 2)
-        if not alive and not busy:
-            return True, alive, busy, waited
-        if waited >= timeout:
-            return False, alive, busy, waited
-        time.sleep(min(interval, max(0.0, timeout - waited)))
-
-
-def gpu_checker(nvidia_smi, gpus, max_used_mib, own_pids, call_timeout):
-    """The ``gpu_busy`` of wait_until_released for the unit's GPUs (None without nvidia-smi)."""
-    def busy(remaining):
-        if not nvidia_smi:
-            return None
-        snapshot = gpu_snapshot(nvidia_smi, min(call_timeout, remaining))
-        # nvidia-smi lists host PIDs; SGLang's children are all in the cgroup, so the PIDs seen
-        # before the stop are the unit's.
-        return gpu_holders(snapshot, select_gpus(snapshot, gpus), max_used_mib, own_pids)
-    return busy
+    STOP_ARGUMENT_SPEC, UNIT_ARGUMENT_SPEC, stop_unit, unit_name)
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            UNIT_ARGUMENT_SPEC,
-            timeout=dict(type='int', default=300),
-            gpus=dict(type='list', elements='str', default=[]),
-            gpu_memory_used_max_mib=dict(type='int', default=1024),
-            nvidia_smi_timeout=dict(type='int', default=10),
-        ),
+        argument_spec=dict(UNIT_ARGUMENT_SPEC, **STOP_ARGUMENT_SPEC),
         supports_check_mode=True,
     )
-    unit = unit_name(module.params['name'])
-
-    state = systemctl_show(module, unit)
-    pids = cgroup_pids(state.get('ControlGroup'))
-    if state.get('MainPID'):
-        pids.add(state['MainPID'])
-    running = state.get('ActiveState') not in ('inactive', 'failed') or bool(pids)
-    result = dict(changed=running, stopped_pids=sorted(pids), waited_s=0.0, gpu_checked=False, gpu_busy=[],
-                  journal_cursor=None)
-
-    if module.check_mode:
-        module.exit_json(**result)
-
-    systemctl = module.get_bin_path('systemctl', required=True)
-    if running:
-        rc, dummy, err = module.run_command([systemctl, 'stop', unit])
-        if rc != 0:
-            module.fail_json(msg='systemctl stop %s failed: %s' % (unit, err.strip()), **result)
-
-    nvidia_smi = module.get_bin_path('nvidia-smi')
-    checker = gpu_checker(nvidia_smi, [g for g in module.params['gpus'] if g.strip()],
-                          module.params['gpu_memory_used_max_mib'], set(pids), module.params['nvidia_smi_timeout'])
-    released, alive, busy, waited = wait_until_released(pids, checker, module.params['timeout'])
-    result.update(gpu_checked=nvidia_smi is not None, waited_s=waited, gpu_busy=busy)
-    if not released:
-        module.fail_json(
-            msg='%s stopped, but after %.0f s %s%s%s. The unit stays stopped; free the GPUs (or raise '
-                'sglang_service_stop_timeout) and run again.'
-                % (unit, waited, ('processes %s of the unit are still alive' % alive) if alive else '',
-                   '; ' if alive and busy else '', '; '.join(busy)), **result)
-
-    # A unit that hit StartLimitBurst refuses to start until its failed state is cleared.
-    module.run_command([systemctl, 'reset-failed', unit])
-    result['journal_cursor'] = journal_cursor(module)
+    p = module.params
+    result, error = stop_unit(module, unit_name(p['name']), p['timeout'], p['gpus'], p['gpu_memory_used_max_mib'],
+                              p['nvidia_smi_timeout'])
+    if error:
+        module.fail_json(msg=error, **result)
     module.exit_json(**result)
 
 

@@ -30,6 +30,10 @@ description:
     C(speculative_adaptive_disabled) with SGLang's reason from the journal.
   - With O(start), it first starts the unit (after C(systemctl daemon-reload) with O(daemon_reload)) unless
     it is already active or activating, so that a deployment costs one remote call for start and wait.
+  - With O(stop) as well, it first stops the unit and waits until its processes and GPUs are free, as
+    M(llmops.sglang.sglang_service_stop) does, so that the stop and the start of a restart are one remote call;
+    a controller interrupted between two tasks cannot leave the server stopped, and a lost connection
+    (C(SIGHUP)) does not end the module between the stop and the start.
   - Failures return the same keys as success plus C(diagnosis), so that a C(rescue) can read them
     from C(ansible_failed_result).
 author:
@@ -74,6 +78,33 @@ options:
     description: Run C(systemctl daemon-reload) first (a changed unit file). Not in check mode.
     type: bool
     default: false
+  stop:
+    description:
+      - Stop the unit first and wait until its processes and GPUs are free (see
+        M(llmops.sglang.sglang_service_stop)), clear its failed state, then start it (O(start) is implied).
+      - The journal is then read from the stop on, and O(journal_cursor) is not needed.
+      - In check mode nothing is stopped or started; the result is C(changed) when the unit runs.
+    type: bool
+    default: false
+  stop_timeout:
+    description: With O(stop), seconds to wait for the processes and GPUs to be released after C(systemctl stop).
+    type: int
+    default: 300
+  gpus:
+    description:
+      - With O(stop), the GPUs the unit uses, as C(CUDA_VISIBLE_DEVICES) names them (indexes or C(GPU-) UUIDs).
+      - Empty means every GPU C(nvidia-smi) lists.
+    type: list
+    elements: str
+    default: []
+  gpu_memory_used_max_mib:
+    description: With O(stop), a GPU counts as free when its C(memory.used) is at most this many MiB.
+    type: int
+    default: 1024
+  nvidia_smi_timeout:
+    description: With O(stop), seconds one C(nvidia-smi) call may take before it is killed and counted as a failed look.
+    type: int
+    default: 10
   journal_tail:
     description: How many of the last journal lines to return with a failure.
     type: int
@@ -93,6 +124,16 @@ seealso:
 '''
 
 EXAMPLES = r'''
+- name: Restart SGLang on its new unit file in one call (stop, GPUs free, start), wait and verify
+  llmops.sglang.sglang_service_wait:
+    name: sglang
+    stop: true
+    daemon_reload: true
+    gpus: ["0", "1", "2", "3"]
+    url: http://127.0.0.1:30000
+    expect:
+      speculative_num_steps: 4
+
 - name: Start SGLang (its unit file changed), wait for it and check it runs what was deployed
   llmops.sglang.sglang_service_wait:
     name: sglang
@@ -112,6 +153,32 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
+stopped:
+  description:
+    - With O(stop), what the stop did (as M(llmops.sglang.sglang_service_stop) returns it).
+  returned: with O(stop), when not in check mode
+  type: dict
+  contains:
+    changed:
+      description: Whether the unit was running.
+      type: bool
+    stopped_pids:
+      description: The unit's processes when the stop began.
+      type: list
+      elements: int
+    waited_s:
+      description: Seconds waited for the processes and GPUs after C(systemctl stop).
+      type: float
+    gpu_checked:
+      description: Whether C(nvidia-smi) was there to check the GPUs.
+      type: bool
+    gpu_busy:
+      description: Why the GPUs were not free when the wait gave up (empty once released).
+      type: list
+      elements: str
+    journal_cursor:
+      description: The journal cursor after the stop, from which the start was diagnosed.
+      type: str
 ready:
   description: Whether the server answered C(/health_generate) with 200 and matched O(expect).
   returned: always
@@ -197,6 +264,7 @@ systemd:
 '''
 
 import json
+import signal
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -208,7 +276,8 @@ from ansible_collections.llmops.sglang.plugins.module_utils import server_info a
 from ansible_collections.llmops.sglang.plugins.module_utils import server_args
 from ansible_collections.llmops.sglang.plugins.module_utils.speculative import resolved_algorithm
 from ansible_collections.llmops.sglang.plugins.module_utils.service_systemd import (
-    UNIT_ARGUMENT_SPEC, journal_first_match_monotonic, journal_lines, systemctl_show, unit_name)
+    STOP_ARGUMENT_SPEC, UNIT_ARGUMENT_SPEC, journal_first_match_monotonic, journal_lines, stop_unit, systemctl_show,
+    unit_name)
 
 READY_LINE = 'The server is fired up and ready to roll'
 HEALTH_TIMEOUT_S = 5
@@ -303,6 +372,9 @@ def main():
             journal_lines_max=dict(type='int', default=2000),
             start=dict(type='bool', default=False),
             daemon_reload=dict(type='bool', default=False),
+            stop=dict(type='bool', default=False),
+            stop_timeout=STOP_ARGUMENT_SPEC['timeout'],
+            **dict((k, v) for k, v in STOP_ARGUMENT_SPEC.items() if k != 'timeout')
         ),
         supports_check_mode=True,
     )
@@ -322,9 +394,25 @@ def main():
             unit, msg, diagnosis['key'], diagnosis['message'], diagnosis['remedy']), **result)
 
     def read_journal():
-        return journal_lines(module, unit, p['journal_cursor'], p['journal_lines_max'])
+        return journal_lines(module, unit, cursor, p['journal_lines_max'])
 
     systemctl = module.get_bin_path('systemctl', required=True)
+    cursor = p['journal_cursor']
+    sighup = None
+    if p['stop']:
+        if module.check_mode:
+            result['changed'] = True
+            module.exit_json(msg='check mode: %s would be stopped and started again' % unit, **result)
+        # From the stop to the start nothing may end this process: a lost SSH connection (SIGHUP)
+        # would leave the server stopped with nobody to start it.
+        sighup = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        stopped, error = stop_unit(module, unit, p['stop_timeout'], p['gpus'], p['gpu_memory_used_max_mib'],
+                                   p['nvidia_smi_timeout'])
+        result['stopped'] = stopped
+        result['changed'] = stopped['changed']
+        if error:
+            module.fail_json(msg=error, **result)
+        cursor = stopped['journal_cursor'] or cursor
     if p['daemon_reload'] and not module.check_mode:
         rc, dummy, err = module.run_command([systemctl, 'daemon-reload'])
         if rc != 0:
@@ -332,13 +420,15 @@ def main():
     first = systemctl_show(module, unit)
     if first.get('LoadState') == 'not-found':
         module.fail_json(msg='%s is not installed' % unit, **result)
-    if p['start'] and first.get('ActiveState') not in ('active', 'activating', 'reloading'):
+    if (p['start'] or p['stop']) and first.get('ActiveState') not in ('active', 'activating', 'reloading'):
         result['changed'] = True
         if module.check_mode:
             module.exit_json(msg='check mode: %s would be started' % unit, **result)
         # A start that systemd refuses leaves the unit failed: the watch below diagnoses it from the journal.
         module.run_command([systemctl, 'start', unit])
         first = systemctl_show(module, unit)
+    if sighup is not None:
+        signal.signal(signal.SIGHUP, sighup)
     saw_not_ready = False
     while True:
         now = systemctl_show(module, unit)

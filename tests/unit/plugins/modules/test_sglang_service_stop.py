@@ -9,7 +9,7 @@ import pytest
 
 from ansible_collections.llmops.sglang.plugins.module_utils.service_systemd import (
     NvidiaSmiError, gpu_snapshot, run_bounded)
-from ansible_collections.llmops.sglang.plugins.modules.sglang_service_stop import gpu_checker, wait_until_released
+from ansible_collections.llmops.sglang.plugins.module_utils.service_systemd import gpu_checker, wait_until_released
 
 UUIDS = ["GPU-0000aaaa-0000-0000-0000-000000000000", "GPU-1111bbbb-0000-0000-0000-000000000000"]
 # The unit's process in these tests, already gone: above the kernel's PID_MAX_LIMIT (2**22), so never a live
