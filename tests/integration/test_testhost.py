@@ -1,6 +1,6 @@
 """tools/testhost: real systemd hosts come up, are reusable, and go away cleanly.
 
-Runs as root only (systemd-nspawn needs it); boots two hosts at once on ports 2205/2206, each
+Runs as root only (systemd-nspawn needs it); boots two hosts at once on ports 2240/2241, each
 tagged with a test run of its own, under a machine-wide lock so that two pytest runs (two
 checkouts' `make test`) take turns instead of fighting over the names and ports.
 """
@@ -19,7 +19,7 @@ import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 TESTHOST = os.path.join(ROOT, "tools", "testhost")
-HOSTS = {"pytest-th-a": 2205, "pytest-th-b": 2206}
+HOSTS = {"pytest-th-a": 2240, "pytest-th-b": 2241}
 # Each host belongs to a run of its own, so that `destroy --run` and `leftovers --run` can be
 # shown to touch one run's hosts and not another's.
 # Unique beyond this process: a run's record (runs/ID under the test-host root) outlives a run that was
@@ -115,7 +115,7 @@ def test_each_host_runs_systemd_as_pid1(two_hosts):
 
 def test_create_twice_is_one_host(two_hosts):
     before = sorted(nspawn_pids())
-    again = run_testhost("create", "pytest-th-a", "--ssh-port", "2205", run=RUNS["pytest-th-a"])
+    again = run_testhost("create", "pytest-th-a", "--ssh-port", "2240", run=RUNS["pytest-th-a"])
     assert again.returncode == 0, again.stderr
     assert "already running" in again.stderr
     assert json.loads(again.stdout)["pid"] == two_hosts["pytest-th-a"]["pid"]
@@ -123,16 +123,16 @@ def test_create_twice_is_one_host(two_hosts):
 
 
 def test_same_name_on_another_port_is_refused(two_hosts):
-    proc = run_testhost("create", "pytest-th-a", "--ssh-port", "2207", run=RUNS["pytest-th-a"])
+    proc = run_testhost("create", "pytest-th-a", "--ssh-port", "2242", run=RUNS["pytest-th-a"])
     assert proc.returncode != 0
-    assert "already runs on SSH port 2205" in proc.stderr
+    assert "already runs on SSH port 2240" in proc.stderr
 
 
 def test_a_host_of_another_run_is_not_adopted(two_hosts):
-    proc = run_testhost("create", "pytest-th-a", "--ssh-port", "2205", run=RUNS["pytest-th-b"])
+    proc = run_testhost("create", "pytest-th-a", "--ssh-port", "2240", run=RUNS["pytest-th-b"])
     assert proc.returncode != 0
     assert "already running for test run %s" % RUNS["pytest-th-a"] in proc.stderr
-    proc = run_testhost("create", "pytest-th-a", "--ssh-port", "2205")
+    proc = run_testhost("create", "pytest-th-a", "--ssh-port", "2240")
     assert proc.returncode != 0 and "this is no test run" in proc.stderr
 
 
