@@ -28,10 +28,10 @@ _INT_PROPERTIES = ('NRestarts', 'MainPID', 'ExecMainStatus', 'ExecMainStartTimes
 # llmops.sglang.service_unit doc fragment).
 UNIT_ARGUMENT_SPEC = dict(name=dict(type='str', required=True))
 
-# The options of a stop: sglang_service_stop's, and sglang_service_wait's for stop=true (with stop_
-# before timeout there, where timeout is the readiness wait's).
-STOP_ARGUMENT_SPEC = dict(
-    timeout=dict(type='int', default=300),
+# The options of the wait for a stopped unit's GPUs, which sglang_service_stop and sglang_service_wait
+# (stop=true) share (documented by the llmops.sglang.gpu_release doc fragment). Each module names its
+# own bound of the whole wait: timeout, and stop_timeout where timeout is the readiness wait's.
+GPU_RELEASE_ARGUMENT_SPEC = dict(
     gpus=dict(type='list', elements='str', default=[]),
     gpu_memory_used_max_mib=dict(type='int', default=1024),
     nvidia_smi_timeout=dict(type='int', default=10),

@@ -33,24 +33,10 @@ options:
     description: Seconds to wait for the processes and GPUs to be released after C(systemctl stop) returned.
     type: int
     default: 300
-  gpus:
-    description:
-      - The GPUs the unit uses, as C(CUDA_VISIBLE_DEVICES) names them (indexes or C(GPU-) UUIDs).
-      - Empty means every GPU C(nvidia-smi) lists.
-    type: list
-    elements: str
-    default: []
-  gpu_memory_used_max_mib:
-    description: A GPU counts as free when its C(memory.used) is at most this many MiB (the driver keeps a little).
-    type: int
-    default: 1024
-  nvidia_smi_timeout:
-    description: Seconds one C(nvidia-smi) call may take before it is killed and counted as a failed look.
-    type: int
-    default: 10
 extends_documentation_fragment:
   - llmops.sglang.attributes
   - llmops.sglang.service_unit
+  - llmops.sglang.gpu_release
 notes:
   - Also uses C(journalctl) and C(nvidia-smi) where they exist.
 '''
@@ -92,12 +78,12 @@ journal_cursor:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.llmops.sglang.plugins.module_utils.service_systemd import (
-    STOP_ARGUMENT_SPEC, UNIT_ARGUMENT_SPEC, stop_unit, unit_name)
+    GPU_RELEASE_ARGUMENT_SPEC, UNIT_ARGUMENT_SPEC, stop_unit, unit_name)
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(UNIT_ARGUMENT_SPEC, **STOP_ARGUMENT_SPEC),
+        argument_spec=dict(UNIT_ARGUMENT_SPEC, timeout=dict(type='int', default=300), **GPU_RELEASE_ARGUMENT_SPEC),
         supports_check_mode=True,
     )
     p = module.params

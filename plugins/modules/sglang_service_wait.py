@@ -83,28 +83,14 @@ options:
       - Stop the unit first and wait until its processes and GPUs are free (see
         M(llmops.sglang.sglang_service_stop)), clear its failed state, then start it (O(start) is implied).
       - The journal is then read from the stop on, and O(journal_cursor) is not needed.
-      - In check mode nothing is stopped or started; the result is C(changed) when the unit runs.
+      - O(gpus), O(gpu_memory_used_max_mib) and O(nvidia_smi_timeout) apply only with O(stop).
+      - In check mode nothing is stopped or started; the result is C(changed), as the unit would be started either way.
     type: bool
     default: false
   stop_timeout:
     description: With O(stop), seconds to wait for the processes and GPUs to be released after C(systemctl stop).
     type: int
     default: 300
-  gpus:
-    description:
-      - With O(stop), the GPUs the unit uses, as C(CUDA_VISIBLE_DEVICES) names them (indexes or C(GPU-) UUIDs).
-      - Empty means every GPU C(nvidia-smi) lists.
-    type: list
-    elements: str
-    default: []
-  gpu_memory_used_max_mib:
-    description: With O(stop), a GPU counts as free when its C(memory.used) is at most this many MiB.
-    type: int
-    default: 1024
-  nvidia_smi_timeout:
-    description: With O(stop), seconds one C(nvidia-smi) call may take before it is killed and counted as a failed look.
-    type: int
-    default: 10
   journal_tail:
     description: How many of the last journal lines to return with a failure.
     type: int
@@ -116,6 +102,7 @@ options:
 extends_documentation_fragment:
   - llmops.sglang.attributes
   - llmops.sglang.service_unit
+  - llmops.sglang.gpu_release
 notes:
   - Also needs C(journalctl).
   - Diagnosis patterns follow SGLang 0.5.x log messages.
@@ -276,7 +263,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils import server_info a
 from ansible_collections.llmops.sglang.plugins.module_utils import server_args
 from ansible_collections.llmops.sglang.plugins.module_utils.speculative import resolved_algorithm
 from ansible_collections.llmops.sglang.plugins.module_utils.service_systemd import (
-    STOP_ARGUMENT_SPEC, UNIT_ARGUMENT_SPEC, journal_first_match_monotonic, journal_lines, stop_unit, systemctl_show,
+    GPU_RELEASE_ARGUMENT_SPEC, UNIT_ARGUMENT_SPEC, journal_first_match_monotonic, journal_lines, stop_unit, systemctl_show,
     unit_name)
 
 READY_LINE = 'The server is fired up and ready to roll'
@@ -373,8 +360,8 @@ def main():
             start=dict(type='bool', default=False),
             daemon_reload=dict(type='bool', default=False),
             stop=dict(type='bool', default=False),
-            stop_timeout=STOP_ARGUMENT_SPEC['timeout'],
-            **dict((k, v) for k, v in STOP_ARGUMENT_SPEC.items() if k != 'timeout')
+            stop_timeout=dict(type='int', default=300),
+            **GPU_RELEASE_ARGUMENT_SPEC
         ),
         supports_check_mode=True,
     )
