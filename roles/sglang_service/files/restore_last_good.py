@@ -17,14 +17,19 @@ owner and mode of the copy, written atomically), systemd reloads, and the unit s
 Nothing is done when every file in place is already the last good one: then the failure is not a
 deployment's (a GPU fell off, the model directory went away), and restarting the same
 configuration would only loop. Nothing is done either without a last good configuration (a
-unit's first deployment). Standard library only: it runs with the server's own interpreter.
+unit's first deployment). Whatever it did, it says so in the journal and in LAST_GOOD_DIR/guard.json,
+which the role's next run reports and removes once a configuration reached ready again. Standard
+library only: it runs with the server's own interpreter.
 """
 
+import datetime
 import json
 import os
 import shutil
 import subprocess
 import sys
+
+GUARD_RECORD = "guard.json"
 
 
 def _read(path):
@@ -45,6 +50,25 @@ def _put_back(src, dest):
         os.chmod(tmp, st.st_mode & 0o7777)
         os.replace(tmp, dest)
     finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _leave_record(last_good_dir, unit, action, restored, record, message):
+    """What the guard did, for the role's next run (it has no other way to learn of it)."""
+    doc = {"at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "unit": unit,
+           "action": action, "restored": restored, "speculative": (record or {}).get("speculative"),
+           "message": message}
+    path = os.path.join(last_good_dir, GUARD_RECORD)
+    tmp = "%s.%d" % (path, os.getpid())
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            json.dump(doc, fh, sort_keys=True)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except OSError as exc:  # the directory went away: the journal still has the message
+        print("could not leave %s: %s" % (path, exc))
         if os.path.exists(tmp):
             os.unlink(tmp)
 
@@ -78,26 +102,33 @@ def main(argv):
     try:
         restored, record = restore(last_good_dir, paths)
     except (OSError, ValueError) as exc:
-        print("%s failed; its last good configuration could not be restored: %s" % (unit, exc))
+        message = "%s failed; its last good configuration could not be restored: %s" % (unit, exc)
+        print(message)
+        _leave_record(last_good_dir, unit, "failed", [], None, message)
         return 1
     if record is None:
-        print("%s failed; no configuration of it has reached ready yet (%s/config.json), so there is "
-              "nothing to roll back to. It stays failed." % (unit, last_good_dir))
+        message = ("%s failed; no configuration of it has reached ready yet (%s/config.json), so there is "
+                   "nothing to roll back to. It stays failed." % (unit, last_good_dir))
+        print(message)
+        _leave_record(last_good_dir, unit, "none", [], None, message)
         return 0
     # The record also holds the API key: only its speculative settings are logged.
     what = json.dumps(record.get("speculative"), sort_keys=True)
     if not restored:
-        print("%s failed with its last good configuration (%s) in place: the failure is not a deployment's, "
-              "nothing to roll back. It stays failed; see journalctl -u %s." % (unit, what, unit))
+        message = ("%s failed with its last good configuration (%s) in place: the failure is not a deployment's, "
+                   "nothing to roll back. It stays failed; see journalctl -u %s." % (unit, what, unit))
+        print(message)
+        _leave_record(last_good_dir, unit, "none", [], record, message)
         return 0
-    print("%s failed with a configuration that never reached ready and nobody rolled it back (an interrupted "
-          "deployment); restored the last good configuration (%s; files: %s) and starting it."
-          % (unit, what, ", ".join(restored)))
+    message = ("%s failed with a configuration that never reached ready and nobody rolled it back (an interrupted "
+               "deployment); restored the last good configuration (%s; files: %s) and starting it."
+               % (unit, what, ", ".join(restored)))
+    print(message)
     sys.stdout.flush()
+    _leave_record(last_good_dir, unit, "restored", restored, record, message)
     for command in (["daemon-reload"], ["reset-failed", unit], ["start", "--no-block", unit]):
         subprocess.run(["systemctl"] + command, check=True)
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -80,3 +80,29 @@ def test_a_file_of_unknown_kind_is_refused_before_anything_changes(host, capsys)
 
 def test_usage_without_paths():
     assert restore_last_good.main(["sglang.service"]) == 2
+
+
+def _note(last_good):
+    with open(os.path.join(last_good, restore_last_good.GUARD_RECORD)) as fh:
+        return json.load(fh)
+
+
+def test_a_rollback_leaves_a_note_for_the_next_run(host, monkeypatch):
+    paths, last_good = host
+    calls = []
+    monkeypatch.setattr(restore_last_good.subprocess, "run", lambda argv, check: calls.append(argv))
+    assert restore_last_good.main(["sglang.service", last_good] + ["%s=%s" % kv for kv in paths.items()]) == 0
+    note = _note(last_good)
+    assert (note["action"], note["restored"], note["speculative"]) == ("restored", ["config"], {"num_steps": 4})
+    assert note["unit"] == "sglang.service" and "restored the last good configuration" in note["message"]
+    assert "sk-secret" not in json.dumps(note)
+    assert stat.S_IMODE(os.stat(os.path.join(last_good, restore_last_good.GUARD_RECORD)).st_mode) == 0o600
+    assert calls[-1] == ["systemctl", "start", "--no-block", "sglang.service"]
+
+
+def test_leaving_the_unit_failed_leaves_a_note_too(host):
+    paths, last_good = host
+    restore_last_good.restore(last_good, paths)  # the last good files are in place now
+    assert restore_last_good.main(["sglang.service", last_good] + ["%s=%s" % kv for kv in paths.items()]) == 0
+    note = _note(last_good)
+    assert note["action"] == "none" and note["restored"] == [] and "not a deployment's" in note["message"]
