@@ -91,6 +91,20 @@ options:
     description: With O(stop), seconds to wait for the processes and GPUs to be released after C(systemctl stop).
     type: int
     default: 300
+  watchdog:
+    description:
+      - A service unit (for example the role's C(<name>-rollback.service)) that systemd starts if a start this module
+        made is not ready O(timeout) plus O(watchdog_grace) seconds later, because nobody watches it any more (the
+        controller was interrupted or lost its connection while a configuration that hangs was starting).
+      - Armed as a transient timer of the same name (C(systemd-run --on-active)) right after the start, disarmed
+        (C(systemctl stop NAME.timer)) before a stop or start and once the server is ready and verified. After a failure it
+        stays armed, so that the start is rolled back by the host should the caller's own rollback never come.
+      - A timer that cannot be armed is a warning, not a failure of the deployment.
+    type: str
+  watchdog_grace:
+    description: Seconds after O(timeout) before the O(watchdog) fires, time for the caller's own rollback of a failed start.
+    type: int
+    default: 120
   journal_tail:
     description: How many of the last journal lines to return with a failure.
     type: int
@@ -241,6 +255,10 @@ crash_noticed_after_s:
       moment this module noticed the crash; null when there was no crash.
   returned: always
   type: float
+watchdog_armed:
+  description: Whether the O(watchdog) timer is armed when the module returns (after a failed start this module made).
+  returned: always
+  type: bool
 systemd:
   description:
     - The unit's last seen ActiveState, SubState, Result, NRestarts, MainPID, ExecMainStatus and InvocationID.
@@ -345,6 +363,29 @@ def fetch_server_info(base, api_key):
     return None, status
 
 
+def _timer(watchdog):
+    return unit_name(watchdog).rsplit('.', 1)[0] + '.timer'
+
+
+def disarm(module, watchdog):
+    """Stop the watchdog's timer; one that is not loaded (elapsed or never armed) is fine."""
+    module.run_command([module.get_bin_path('systemctl', required=True), 'stop', _timer(watchdog)])
+
+
+def arm(module, watchdog, seconds):
+    """A transient timer that starts the existing ``watchdog`` service ``seconds`` from now; False with a warning if not."""
+    systemd_run = module.get_bin_path('systemd-run')
+    if systemd_run is None:
+        module.warn('systemd-run not found: no deadline for this start while nobody watches it (%s).' % watchdog)
+        return False
+    rc, dummy, err = module.run_command([systemd_run, '--on-active=%ds' % seconds, '--unit=' + unit_name(watchdog),
+                                         '--timer-property=AccuracySec=1s'])
+    if rc != 0:
+        module.warn('could not arm %s (%s): no deadline for this start while nobody watches it.' % (
+            _timer(watchdog), err.strip()))
+    return rc == 0
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -361,6 +402,8 @@ def main():
             daemon_reload=dict(type='bool', default=False),
             stop=dict(type='bool', default=False),
             stop_timeout=dict(type='int', default=300),
+            watchdog=dict(type='str'),
+            watchdog_grace=dict(type='int', default=120),
             **GPU_RELEASE_ARGUMENT_SPEC
         ),
         supports_check_mode=True,
@@ -371,7 +414,7 @@ def main():
     started = time.monotonic()
     deadline = started + p['timeout']
     result = dict(changed=False, ready=False, time_to_ready_s=None, waited_s=0.0, mismatches=[],
-                  diagnosis=None, journal_tail=[], systemd={}, crash_noticed_after_s=None)
+                  diagnosis=None, journal_tail=[], systemd={}, crash_noticed_after_s=None, watchdog_armed=False)
 
     def fail(msg, diagnosis, lines):
         result['diagnosis'] = diagnosis
@@ -386,10 +429,15 @@ def main():
     systemctl = module.get_bin_path('systemctl', required=True)
     cursor = p['journal_cursor']
     sighup = None
+    disarmed = False
     if p['stop']:
         if module.check_mode:
             result['changed'] = True
             module.exit_json(msg='check mode: %s would be stopped and started again' % unit, **result)
+        if p['watchdog']:
+            # An earlier start's deadline must not fire on the stop or on the start that follows.
+            disarm(module, p['watchdog'])
+            disarmed = True
         # From the stop to the start nothing may end this process: a lost SSH connection (SIGHUP)
         # would leave the server stopped with nobody to start it.
         sighup = signal.signal(signal.SIGHUP, signal.SIG_IGN)
@@ -411,9 +459,13 @@ def main():
         result['changed'] = True
         if module.check_mode:
             module.exit_json(msg='check mode: %s would be started' % unit, **result)
+        if p['watchdog'] and not disarmed:
+            disarm(module, p['watchdog'])
         # A start that systemd refuses leaves the unit failed: the watch below diagnoses it from the journal.
         module.run_command([systemctl, 'start', unit])
         first = systemctl_show(module, unit)
+        if p['watchdog']:
+            result['watchdog_armed'] = arm(module, p['watchdog'], p['timeout'] + p['watchdog_grace'])
     if sighup is not None:
         signal.signal(signal.SIGHUP, sighup)
     saw_not_ready = False
@@ -474,6 +526,9 @@ def main():
 
     result['ready'] = True
     result['waited_s'] = round(time.monotonic() - started, 2)
+    if p['watchdog'] and not module.check_mode:
+        disarm(module, p['watchdog'])
+        result['watchdog_armed'] = False
     module.exit_json(**result)
 
 

@@ -1,13 +1,19 @@
-"""Put an SGLang unit back on its last good configuration once systemd has given up on it.
+"""Put an SGLang unit back on its last good configuration when a deployment nobody watches fails.
 
-    python3 restore_last_good.py UNIT LAST_GOOD_DIR NAME=PATH [NAME=PATH ...]
+    python3 restore_last_good.py [--health URL] UNIT LAST_GOOD_DIR NAME=PATH [NAME=PATH ...]
 
-The sglang_service role runs this from the unit's OnFailure= (the <unit>-rollback.service it
-renders). The role rolls a failed deployment back itself while it watches the start; this covers
-the deployment nobody watches any more: the controller was interrupted (Ctrl-C, a lost SSH
-connection, a killed CI job) after it had started a configuration that never reaches ready, and
-systemd stopped restarting it after StartLimitBurst starts. Left alone, the GPUs would sit idle
-on a failed unit until someone came back.
+The sglang_service role rolls a failed deployment back itself while it watches the start. This
+covers the deployment nobody watches any more: the controller was interrupted (Ctrl-C, a lost SSH
+connection, a killed CI job) after it had started a configuration that never reaches ready. Left
+alone, the GPUs would sit idle until someone came back. The role's <unit>-rollback.service runs
+this in two ways:
+
+- from the unit's OnFailure=, once systemd gave up restarting a configuration that exits
+  (StartLimitBurst starts): the unit is failed;
+- from the deadline timer that sglang_service_wait arms at each start and disarms once the start
+  is ready (sglang_service_ready_timeout plus sglang_service_rollback_grace later): a configuration
+  that hangs without exiting never fails. Unless URL/health_generate answers 200 (it got ready
+  after all), the running unit is stopped first. A stopped unit (stopped on purpose) is left alone.
 
 LAST_GOOD_DIR is what the role kept once a configuration reached ready: a copy of each of its
 files (named unit, env, config, ...) and config.json, which lists them. NAME=PATH says where
@@ -17,9 +23,9 @@ owner and mode of the copy, written atomically), systemd reloads, and the unit s
 Nothing is done when every file in place is already the last good one: then the failure is not a
 deployment's (a GPU fell off, the model directory went away), and restarting the same
 configuration would only loop. Nothing is done either without a last good configuration (a
-unit's first deployment). Whatever it did, it says so in the journal and in LAST_GOOD_DIR/guard.json,
-which the role's next run reports and removes once a configuration reached ready again. Standard
-library only: it runs with the server's own interpreter.
+unit's first deployment). What it did (or, for a failed unit, why not) goes to the journal and to
+LAST_GOOD_DIR/guard.json, which the role's next run reports and removes once a deployment reached
+ready again. Standard library only: it runs with the server's own interpreter.
 """
 
 import datetime
@@ -28,8 +34,10 @@ import os
 import shutil
 import subprocess
 import sys
+import urllib.request
 
 GUARD_RECORD = "guard.json"
+HEALTH_TIMEOUT_S = 30
 
 
 def _read(path):
@@ -73,8 +81,8 @@ def _leave_record(last_good_dir, unit, action, restored, record, message):
             os.unlink(tmp)
 
 
-def restore(last_good_dir, paths):
-    """Put back the files of the last good configuration that differ; returns (names put back, its record).
+def plan(last_good_dir, paths):
+    """(names of the files in place that differ from their last good copies, the last good record).
 
     ``paths`` maps a file's name (unit, env, config, ...) to where it lives. Returns ([], None)
     without a last good configuration.
@@ -86,19 +94,54 @@ def restore(last_good_dir, paths):
     unknown = [name for name in record.get("files", []) if name not in paths]
     if unknown:
         raise ValueError("the last good configuration has files this unit does not know: %s" % ", ".join(unknown))
-    differing = [name for name in record.get("files", [])
-                 if _read(os.path.join(last_good_dir, name)) != _read(paths[name])]
+    return [name for name in record.get("files", [])
+            if _read(os.path.join(last_good_dir, name)) != _read(paths[name])], record
+
+
+def restore(last_good_dir, paths):
+    """Put back the files of the last good configuration that differ; returns (names put back, its record)."""
+    differing, record = plan(last_good_dir, paths)
     for name in differing:
         _put_back(os.path.join(last_good_dir, name), paths[name])
     return differing, record
 
 
-def main(argv):
-    if len(argv) < 3 or not all("=" in arg for arg in argv[2:]):
-        sys.stderr.write(__doc__)
-        return 2
-    unit, last_good_dir = argv[0], argv[1]
-    paths = dict(arg.split("=", 1) for arg in argv[2:])
+def _systemctl(*args):
+    subprocess.run(["systemctl"] + list(args), check=True)
+
+
+def _active_state(unit):
+    out = subprocess.run(["systemctl", "show", "-p", "ActiveState", "--value", unit],
+                         capture_output=True, text=True, check=False)
+    return out.stdout.strip()
+
+
+def _ready(url):
+    """Whether the server answers a one-token generation (SGLang's /health* paths need no API key)."""
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + "/health_generate", timeout=HEALTH_TIMEOUT_S) as resp:
+            return resp.status == 200
+    except (OSError, ValueError):
+        return False
+
+
+def _speculative(record):
+    # The record also holds the API key: only its speculative settings are logged.
+    return json.dumps((record or {}).get("speculative"), sort_keys=True)
+
+
+def _restart_on_last_good(unit, last_good_dir, restored, record, message):
+    print(message)
+    sys.stdout.flush()
+    _leave_record(last_good_dir, unit, "restored", restored, record, message)
+    _systemctl("daemon-reload")
+    _systemctl("reset-failed", unit)
+    _systemctl("start", "--no-block", unit)
+    return 0
+
+
+def failed(unit, last_good_dir, paths):
+    """systemd gave up on the unit (OnFailure=): roll back a configuration that never reached ready."""
     try:
         restored, record = restore(last_good_dir, paths)
     except (OSError, ValueError) as exc:
@@ -112,23 +155,70 @@ def main(argv):
         print(message)
         _leave_record(last_good_dir, unit, "none", [], None, message)
         return 0
-    # The record also holds the API key: only its speculative settings are logged.
-    what = json.dumps(record.get("speculative"), sort_keys=True)
     if not restored:
         message = ("%s failed with its last good configuration (%s) in place: the failure is not a deployment's, "
-                   "nothing to roll back. It stays failed; see journalctl -u %s." % (unit, what, unit))
+                   "nothing to roll back. It stays failed; see journalctl -u %s." % (unit, _speculative(record), unit))
         print(message)
         _leave_record(last_good_dir, unit, "none", [], record, message)
         return 0
-    message = ("%s failed with a configuration that never reached ready and nobody rolled it back (an interrupted "
-               "deployment); restored the last good configuration (%s; files: %s) and starting it."
-               % (unit, what, ", ".join(restored)))
-    print(message)
-    sys.stdout.flush()
-    _leave_record(last_good_dir, unit, "restored", restored, record, message)
-    for command in (["daemon-reload"], ["reset-failed", unit], ["start", "--no-block", unit]):
-        subprocess.run(["systemctl"] + command, check=True)
-    return 0
+    return _restart_on_last_good(unit, last_good_dir, restored, record, (
+        "%s failed with a configuration that never reached ready and nobody rolled it back (an interrupted "
+        "deployment); restored the last good configuration (%s; files: %s) and starting it."
+        % (unit, _speculative(record), ", ".join(restored))))
+
+
+def not_ready(unit, last_good_dir, paths, health_url):
+    """The deadline of a start passed with nobody watching (the timer): roll back a start that hangs."""
+    state = _active_state(unit)
+    if state == "failed":  # OnFailure= has run (or runs) for it
+        return failed(unit, last_good_dir, paths)
+    if state in ("inactive", "deactivating", ""):
+        print("%s is stopped (%s): stopped on purpose, nothing to do." % (unit, state or "unknown"))
+        return 0
+    if _ready(health_url):
+        print("%s is ready: nothing to do." % unit)
+        return 0
+    try:
+        differing, record = plan(last_good_dir, paths)
+    except (OSError, ValueError) as exc:
+        print("%s is not ready; its last good configuration could not be read: %s" % (unit, exc))
+        return 1
+    if record is None or not differing:
+        # What starts is the last good configuration (put back by the guard or a rollback) or there is
+        # none: nothing better to go back to, and no note to replace one about what happened before.
+        print("%s is not ready (%s) with %s in place; left as it is." % (
+            unit, state, "its last good configuration" if record else "no last good configuration"))
+        return 0
+    _systemctl("stop", unit)
+    try:
+        restored, record = restore(last_good_dir, paths)
+    except (OSError, ValueError) as exc:
+        message = ("%s was not ready by its deployment's deadline and was stopped, but its last good configuration "
+                   "could not be restored: %s" % (unit, exc))
+        print(message)
+        _leave_record(last_good_dir, unit, "failed", [], None, message)
+        return 1
+    return _restart_on_last_good(unit, last_good_dir, restored, record, (
+        "%s was started with a configuration that was not ready by its deployment's deadline "
+        "(sglang_service_ready_timeout plus sglang_service_rollback_grace) and nobody watches it any more (an "
+        "interrupted deployment of a start that hangs); stopped it, restored the last good configuration "
+        "(%s; files: %s) and starting it." % (unit, _speculative(record), ", ".join(restored))))
+
+
+def main(argv):
+    health_url = None
+    if argv[:1] == ["--health"] and len(argv) > 1:
+        health_url, argv = argv[1], argv[2:]
+    if len(argv) < 3 or not all("=" in arg for arg in argv[2:]):
+        sys.stderr.write(__doc__)
+        return 2
+    unit, last_good_dir = argv[0], argv[1]
+    paths = dict(arg.split("=", 1) for arg in argv[2:])
+    # OnFailure= runs this with the unit failed; the deadline timer with it running or stopped.
+    if health_url and _active_state(unit) != "failed":
+        return not_ready(unit, last_good_dir, paths, health_url)
+    return failed(unit, last_good_dir, paths)
+
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -1,5 +1,5 @@
 """Crash detection from systemd state and verification against /server_info."""
-from ansible_collections.llmops.sglang.plugins.modules.sglang_service_wait import compare, crash_reason
+from ansible_collections.llmops.sglang.plugins.modules.sglang_service_wait import arm, compare, crash_reason, disarm
 from ansible_collections.llmops.sglang.plugins.module_utils.service_systemd import parse_show
 
 
@@ -46,3 +46,39 @@ def test_compare_reports_each_difference():
     keys = [m["key"] for m in compare(expect, info)]
     assert keys == ["kv_cache_dtype", "speculative_algorithm", "speculative_num_steps", "tp_size"]
     assert compare({"speculative_num_steps": 4}, {})[0]["actual"] is None
+
+
+class FakeModule:
+    """What arm() and disarm() use of AnsibleModule: binaries, commands, warnings."""
+
+    def __init__(self, rc=0, systemd_run="/usr/bin/systemd-run"):
+        self.rc, self.systemd_run, self.calls, self.warnings = rc, systemd_run, [], []
+
+    def get_bin_path(self, name, required=False):
+        return {"systemctl": "/usr/bin/systemctl", "systemd-run": self.systemd_run}[name]
+
+    def run_command(self, argv):
+        self.calls.append(argv)
+        return self.rc, "", "Unit sglang-rollback.timer was already loaded" if self.rc else ""
+
+    def warn(self, msg):
+        self.warnings.append(msg)
+
+
+def test_the_deadline_timer_starts_the_watchdog_service_and_is_stopped_by_name():
+    module = FakeModule()
+    assert arm(module, "sglang-rollback", 1920) is True
+    assert module.calls == [["/usr/bin/systemd-run", "--on-active=1920s", "--unit=sglang-rollback.service",
+                             "--timer-property=AccuracySec=1s"]]
+    disarm(module, "sglang-rollback.service")
+    assert module.calls[-1] == ["/usr/bin/systemctl", "stop", "sglang-rollback.timer"]
+    assert module.warnings == []
+
+
+def test_a_deadline_that_cannot_be_armed_is_a_warning():
+    module = FakeModule(rc=1)
+    assert arm(module, "sglang-rollback", 60) is False
+    assert "already loaded" in module.warnings[0]
+    module = FakeModule(systemd_run=None)
+    assert arm(module, "sglang-rollback", 60) is False and module.calls == []
+    assert "systemd-run not found" in module.warnings[0]

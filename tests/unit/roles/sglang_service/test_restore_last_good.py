@@ -106,3 +106,59 @@ def test_leaving_the_unit_failed_leaves_a_note_too(host):
     assert restore_last_good.main(["sglang.service", last_good] + ["%s=%s" % kv for kv in paths.items()]) == 0
     note = _note(last_good)
     assert note["action"] == "none" and note["restored"] == [] and "not a deployment's" in note["message"]
+
+
+@pytest.fixture
+def systemd(monkeypatch):
+    """The unit's state as the deadline timer finds it, whether it is ready, and the systemctl calls."""
+    fake = {"state": "active", "ready": False, "calls": []}
+    monkeypatch.setattr(restore_last_good, "_active_state", lambda unit: fake["state"])
+    monkeypatch.setattr(restore_last_good, "_ready", lambda url: fake["ready"])
+    monkeypatch.setattr(restore_last_good, "_systemctl", lambda *args: fake["calls"].append(list(args)))
+    return fake
+
+
+def _timer(host):
+    paths, last_good = host
+    return restore_last_good.main(["--health", "http://127.0.0.1:30010", "sglang.service", last_good]
+                                  + ["%s=%s" % kv for kv in paths.items()])
+
+
+def test_the_deadline_stops_a_start_that_hangs_then_restores(host, systemd):
+    paths, last_good = host
+    assert _timer(host) == 0
+    assert systemd["calls"][0] == ["stop", "sglang.service"]  # before its files change under it
+    assert systemd["calls"][-1] == ["start", "--no-block", "sglang.service"]
+    with open(paths["config"]) as fh:
+        assert fh.read() == "speculative-num-steps: 4\n"
+    note = _note(last_good)
+    assert note["action"] == "restored" and "not ready by its deployment's deadline" in note["message"]
+
+
+@pytest.mark.parametrize("state, ready", [("active", True), ("inactive", False), ("deactivating", False)])
+def test_the_deadline_leaves_a_ready_or_stopped_unit_alone(host, systemd, state, ready):
+    paths, last_good = host
+    systemd.update(state=state, ready=ready)
+    assert _timer(host) == 0
+    assert systemd["calls"] == []
+    with open(paths["config"]) as fh:
+        assert fh.read() == "speculative-num-steps: 10\n"
+    assert not os.path.exists(os.path.join(last_good, restore_last_good.GUARD_RECORD))
+
+
+def test_the_deadline_leaves_the_last_good_configuration_starting_and_the_guards_note(host, systemd):
+    paths, last_good = host
+    restore_last_good.restore(last_good, paths)  # the OnFailure= guard put it back; it loads
+    with open(os.path.join(last_good, restore_last_good.GUARD_RECORD), "w") as fh:
+        fh.write('{"action": "restored"}\n')
+    assert _timer(host) == 0
+    assert systemd["calls"] == []
+    assert _note(last_good) == {"action": "restored"}
+
+
+def test_the_deadline_on_a_failed_unit_takes_the_onfailure_path(host, systemd):
+    paths, last_good = host
+    systemd["state"] = "failed"
+    assert _timer(host) == 0
+    assert systemd["calls"][0] == ["daemon-reload"]  # no stop: it is not running
+    assert "failed with a configuration that never reached ready" in _note(last_good)["message"]
