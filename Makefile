@@ -3,6 +3,8 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(CURDIR)/$(VENV)/bin
+# pytest workers (pytest-xdist); a plain `pytest FILE` runs in one process.
+PYTEST_WORKERS ?= 2
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_HOST_KEY_CHECKING := false
 
@@ -39,8 +41,8 @@ lint: venv install  ## ansible-lint, production profile
 sanity: venv  ## ansible-test sanity on a copy under ansible_collections/llmops/sglang
 	tools/run-sanity
 
-pytest: venv  ## Unit, contract and integration tests (pytest)
-	pytest
+pytest: venv  ## Unit, contract and integration tests (pytest, on $(PYTEST_WORKERS) workers)
+	pytest -n $(PYTEST_WORKERS) --dist loadfile
 
 molecule: venv deps  ## Every molecule scenario on real systemd test hosts
 	tools/run-molecule

@@ -16,10 +16,11 @@ _BASE = os.path.join(tempfile.gettempdir(), "llmops-sglang-pytest-%d-%s" % (
 _LINK = os.path.join(_BASE, "ansible_collections", "llmops", "sglang")
 
 if os.path.realpath(_LINK) != ROOT:
+    # Made beside it and renamed over it: pytest-xdist's workers start at once and may race here.
     os.makedirs(os.path.dirname(_LINK), exist_ok=True)
-    if os.path.lexists(_LINK):
-        os.unlink(_LINK)
-    os.symlink(ROOT, _LINK)
+    _tmp = "%s.%d" % (_LINK, os.getpid())
+    os.symlink(ROOT, _tmp)
+    os.replace(_tmp, _LINK)
 # Tests that run the ansible CLI point ANSIBLE_COLLECTIONS_PATH here.
 os.environ["LLMOPS_PYTEST_COLLECTIONS_PATH"] = _BASE
 if _BASE not in sys.path:
