@@ -429,7 +429,6 @@ def main():
     systemctl = module.get_bin_path('systemctl', required=True)
     cursor = p['journal_cursor']
     sighup = None
-    disarmed = False
     if p['stop']:
         if module.check_mode:
             result['changed'] = True
@@ -437,7 +436,6 @@ def main():
         if p['watchdog']:
             # An earlier start's deadline must not fire on the stop or on the start that follows.
             disarm(module, p['watchdog'])
-            disarmed = True
         # From the stop to the start nothing may end this process: a lost SSH connection (SIGHUP)
         # would leave the server stopped with nobody to start it.
         sighup = signal.signal(signal.SIGHUP, signal.SIG_IGN)
@@ -459,7 +457,7 @@ def main():
         result['changed'] = True
         if module.check_mode:
             module.exit_json(msg='check mode: %s would be started' % unit, **result)
-        if p['watchdog'] and not disarmed:
+        if p['watchdog'] and not p['stop']:  # with stop, disarmed before it
             disarm(module, p['watchdog'])
         # A start that systemd refuses leaves the unit failed: the watch below diagnoses it from the journal.
         module.run_command([systemctl, 'start', unit])

@@ -62,8 +62,11 @@ def _put_back(src, dest):
             os.unlink(tmp)
 
 
-def _leave_record(last_good_dir, unit, action, restored, record, message):
-    """What the guard did, for the role's next run (it has no other way to learn of it)."""
+def _report(last_good_dir, unit, action, restored, record, message):
+    """Say what the guard did: in the journal, and in GUARD_RECORD for the role's next run (which
+    has no other way to learn of it)."""
+    print(message)
+    sys.stdout.flush()
     doc = {"at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "unit": unit,
            "action": action, "restored": restored, "speculative": (record or {}).get("speculative"),
            "message": message}
@@ -131,9 +134,7 @@ def _speculative(record):
 
 
 def _restart_on_last_good(unit, last_good_dir, restored, record, message):
-    print(message)
-    sys.stdout.flush()
-    _leave_record(last_good_dir, unit, "restored", restored, record, message)
+    _report(last_good_dir, unit, "restored", restored, record, message)
     _systemctl("daemon-reload")
     _systemctl("reset-failed", unit)
     _systemctl("start", "--no-block", unit)
@@ -146,20 +147,17 @@ def failed(unit, last_good_dir, paths):
         restored, record = restore(last_good_dir, paths)
     except (OSError, ValueError) as exc:
         message = "%s failed; its last good configuration could not be restored: %s" % (unit, exc)
-        print(message)
-        _leave_record(last_good_dir, unit, "failed", [], None, message)
+        _report(last_good_dir, unit, "failed", [], None, message)
         return 1
     if record is None:
         message = ("%s failed; no configuration of it has reached ready yet (%s/config.json), so there is "
                    "nothing to roll back to. It stays failed." % (unit, last_good_dir))
-        print(message)
-        _leave_record(last_good_dir, unit, "none", [], None, message)
+        _report(last_good_dir, unit, "none", [], None, message)
         return 0
     if not restored:
         message = ("%s failed with its last good configuration (%s) in place: the failure is not a deployment's, "
                    "nothing to roll back. It stays failed; see journalctl -u %s." % (unit, _speculative(record), unit))
-        print(message)
-        _leave_record(last_good_dir, unit, "none", [], record, message)
+        _report(last_good_dir, unit, "none", [], record, message)
         return 0
     return _restart_on_last_good(unit, last_good_dir, restored, record, (
         "%s failed with a configuration that never reached ready and nobody rolled it back (an interrupted "
@@ -195,8 +193,7 @@ def not_ready(unit, last_good_dir, paths, health_url):
     except (OSError, ValueError) as exc:
         message = ("%s was not ready by its deployment's deadline and was stopped, but its last good configuration "
                    "could not be restored: %s" % (unit, exc))
-        print(message)
-        _leave_record(last_good_dir, unit, "failed", [], None, message)
+        _report(last_good_dir, unit, "failed", [], None, message)
         return 1
     return _restart_on_last_good(unit, last_good_dir, restored, record, (
         "%s was started with a configuration that was not ready by its deployment's deadline "
@@ -214,8 +211,9 @@ def main(argv):
         return 2
     unit, last_good_dir = argv[0], argv[1]
     paths = dict(arg.split("=", 1) for arg in argv[2:])
-    # OnFailure= runs this with the unit failed; the deadline timer with it running or stopped.
-    if health_url and _active_state(unit) != "failed":
+    # OnFailure= runs this with the unit failed; the deadline timer (with --health) finds it in any
+    # state, and not_ready() hands a failed one to failed().
+    if health_url:
         return not_ready(unit, last_good_dir, paths, health_url)
     return failed(unit, last_good_dir, paths)
 
