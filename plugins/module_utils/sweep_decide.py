@@ -14,7 +14,7 @@ A *configuration record* describes one step count on one host::
 Step count 0 is the *baseline*: speculative decoding off (no speculative flags at all). It is
 measured like any other configuration but takes no part in early stop, in the memory rule or in
 "the smaller step count wins a tie": it wins only when it beats the best speculative step count by
-more than the margin and the noise. The *schedule* (steps ``'schedule'``) is an adaptive config
+more than the margin plus the noise. The *schedule* (steps ``'schedule'``) is an adaptive config
 (SGLang 0.5.23 ``--speculative-adaptive``) derived from the measured statics: each measured
 concurrency level's best static step count, keyed by the running batch size (``derive_schedule()``).
 
@@ -303,7 +303,7 @@ def label(steps):
 
 
 def beats(larger, smaller, margin, stays=None, tiebreakers=True):
-    """Whether ``larger`` (more steps) beats ``smaller`` by more than ``margin`` and the measured spread.
+    """Whether ``larger`` (more steps) beats ``smaller`` by more than ``margin`` plus the measured spread.
 
     Returns ``(wins, why)``: the reason says which figure decided. ``stays`` replaces the closing words
     of a tie ("the smaller step count stays ...") where the challenger is not a larger step count
@@ -311,6 +311,14 @@ def beats(larger, smaller, margin, stays=None, tiebreakers=True):
     whatever the tie-breakers say (the baseline and the schedule must win on the objective's own figure).
     """
     def _clears(new, old, noise):
+        # The lead beyond the margin must itself be larger than the noise: a test of "better by more
+        # than the margin", the comparison adaptive stopping settles (bench_stopping.StopRule's bounds
+        # are the incumbent raised by the margin). A point estimate just past the margin, inside the
+        # noise, is a tie: the truth may as well be below the margin.
+        return _gain(new, old) is not None and (new - old * (1 + margin)) > noise
+
+    def _behind(new, old, noise):
+        # Behind on the main figure (no tie-breaker can save it): by more than the margin, and really.
         gain = _gain(new, old)
         return gain is not None and gain > margin and (new - old) > noise
 
@@ -323,10 +331,10 @@ def beats(larger, smaller, margin, stays=None, tiebreakers=True):
     noise = _noise(larger['spread'], smaller['spread'], larger.get('se'), smaller.get('se'), z)
     other = label(smaller['steps'])
     if _clears(larger['score'], smaller['score'], noise):
-        return True, 'beats %s by %+.1f%% (%s vs %s; margin %.1f%%, spread %s)' % (
+        return True, 'beats %s by %+.1f%% (%s vs %s; margin %.1f%% plus spread %s)' % (
             other, 100 * _gain(larger['score'], smaller['score']), _fmt(larger['score']),
             _fmt(smaller['score']), 100 * margin, _fmt(noise))
-    if _clears(smaller['score'], larger['score'], noise):
+    if _behind(smaller['score'], larger['score'], noise):
         return False, 'is %+.1f%% behind %s (%s vs %s)' % (
             100 * _gain(larger['score'], smaller['score']), other, _fmt(larger['score']), _fmt(smaller['score']))
     # A tie on the main figure: tie-breakers (agentic: concurrency 2-4) may decide, still by the margin.
@@ -338,7 +346,7 @@ def beats(larger, smaller, margin, stays=None, tiebreakers=True):
         if _clears(lt, st, tie_noise):
             return True, 'ties %s on the main figure (%s vs %s) and wins tie-breaker #%d by %+.1f%% (%s vs %s)' % (
                 other, _fmt(larger['score']), _fmt(smaller['score']), idx + 1, 100 * _gain(lt, st), _fmt(lt), _fmt(st))
-        if _clears(st, lt, tie_noise):
+        if _behind(st, lt, tie_noise):
             break
     gain = _gain(larger['score'], smaller['score'])
     if stays is None:
@@ -347,7 +355,7 @@ def beats(larger, smaller, margin, stays=None, tiebreakers=True):
             room = 'more batch room: max_running_requests %d against %d' % (
                 smaller['max_running_requests'], larger['max_running_requests'])
         stays = 'the smaller step count stays (less memory, %s)' % room
-    return False, ('does not beat %s by more than the %.1f%% margin and the spread %s (%s vs %s, %s); %s') % (
+    return False, ('does not beat %s by more than the %.1f%% margin plus the spread %s (%s vs %s, %s); %s') % (
         other, 100 * margin, _fmt(noise), _fmt(larger['score']), _fmt(smaller['score']),
         'n/a' if gain is None else '%+.1f%%' % (100 * gain), stays)
 
@@ -623,7 +631,7 @@ def best_static_per_level(configs, concurrency_levels, params=None):
     """For each measured concurrency level, the best static step count by aggregate tok/s.
 
     Within the noise the smaller step count stays, as in ``decide()``: ascending, a larger one
-    replaces the best so far only when it ``beats()`` it by more than the margin and the spread.
+    replaces the best so far only when it ``beats()`` it by more than the margin plus the spread.
     The baseline (steps 0: no drafting, a schedule's candidate 0) takes the level only when it beats
     the best speculative step count there. Returns
     ``[{"concurrency", "steps", "score", "max_running_requests", "why"}, ...]`` in level order,
@@ -756,7 +764,7 @@ def decide(configs, objective, params=None, concurrency_levels=None):
 
     The speculative step counts are compared ascending (a larger one must beat the best smaller one);
     then the baseline and then the schedule, each of which wins only by beating the winner so far by
-    more than the margin and the noise (neither is "the smaller one" of a tie).
+    more than the margin plus the noise (neither is "the smaller one" of a tie).
     """
     p = _params(params)
     if objective == 'balanced':

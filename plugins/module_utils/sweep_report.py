@@ -85,7 +85,7 @@ def _schedule_section(evaluation):
     if not picks and not schedule:
         return []
     out = ['## Best static step count per concurrency level', '',
-           'Aggregate tok/s; within the margin and the noise the smaller step count stays, and the baseline takes a level '
+           'Aggregate tok/s; within the margin plus the noise the smaller step count stays, and the baseline takes a level '
            'only by beating the best step count there.', '',
            '| concurrency | best static | aggregate tok/s | max_running_requests | why |', '| ---: | --- | ---: | ---: | --- |']
     for pick in picks:

@@ -17,9 +17,9 @@ description:
     step count, whether it is measured, failed, still to measure, waiting, or skipped (by early stop, or
     because a smaller step count failed to start for memory, see O(skip_after_memory_failure)).
   - Picks the winner for the objective. A larger step count wins only when it beats the best
-    smaller one by more than O(margin) and by more than the measured spread (the range of either
-    side's repeats, or a 95% band of the difference estimated from the runs' per-request p10-p90
-    dispersion and corrected for the number of figures compared, whichever is larger); otherwise the smaller one stays (less
+    smaller one by more than O(margin) plus the measured spread (what it leads by beyond the margin must
+    exceed the range of either side's repeats, and a 95% band of the difference estimated from the runs'
+    precision, corrected for the number of figures compared); otherwise the smaller one stays (less
     memory, more batch room). Candidates with repeats are compared on their medians.
   - Objectives are V(agentic) (median per-request tok/s at concurrency 1, concurrency 2-4 as
     tie-breakers), V(throughput) (aggregate tok/s at O(throughput_concurrency)), V(constrained)
@@ -28,11 +28,11 @@ description:
     concurrency levels, of aggregate tok/s to the best static step count at that level).
   - Step count 0 is the baseline, speculative decoding off. It is measured first and takes no part in early
     stop, in O(skip_after_memory_failure) or in ties; it wins only by beating the best step count by more
-    than O(margin) and the spread. The table and the evidence give every configuration's speedup over it.
+    than O(margin) plus the spread. The table and the evidence give every configuration's speedup over it.
   - Once every step count is measured, failed or skipped, derives a schedule (O(schedule)) from the
     statics, the best static step count at each measured concurrency level keyed by the running batch
     size (SGLang 0.5.23 C(--speculative-adaptive-config)), and reads its stored measurement. The
-    schedule wins only by beating the best static by more than O(margin) and the spread.
+    schedule wins only by beating the best static by more than O(margin) plus the spread.
   - Runs on the controller (delegate it to V(localhost)); never changes anything. There its action plugin runs it
     inside the task's worker, without starting a module process (the sweep plans before every configuration).
 author:

@@ -262,6 +262,25 @@ def test_single_run_dispersion_counts_as_measured_spread():
     assert sd.decide([three, four], 'agentic')['winner'] == 4
 
 
+def test_a_lead_just_past_the_margin_is_a_tie_until_it_clears_the_margin_plus_the_noise():
+    # The demo's figures of 2026-12-03 (48 requests each at concurrency 1): steps 5 was +2.1% over 4,
+    # past the 2% margin, and the difference itself (5.7 tok/s) larger than the noise; the simulator's
+    # truth is +1.6%. What 5 leads by beyond the margin (0.3 tok/s) is inside the noise: a tie, 4 stays.
+    four = {'steps': 4, 'status': 'ok', 'repeats': [{'levels': [dispersed(1, 269.5, 262.0, 277.0, n=48)]}]}
+    five = {'steps': 5, 'status': 'ok', 'repeats': [{'levels': [dispersed(1, 275.2, 268.0, 283.0, n=48)]}]}
+    larger, smaller = sd.summarize(five, 'agentic'), sd.summarize(four, 'agentic')
+    wins, why = sd.beats(larger, smaller, 0.02)
+    assert not wins and 'more than the 2.0% margin plus the spread' in why and '+2.1%' in why
+    assert sd.decide([four, five], 'agentic')['winner'] == 4
+    # Without a margin the same difference is real, and 5 wins.
+    assert sd.beats(larger, smaller, 0.0)[0]
+    # A lead beyond the margin larger than the noise wins: +4% with the same dispersion.
+    five_ahead = {'steps': 5, 'status': 'ok', 'repeats': [{'levels': [dispersed(1, 280.3, 273.0, 288.0, n=48)]}]}
+    wins, why = sd.beats(sd.summarize(five_ahead, 'agentic'), smaller, 0.02)
+    assert wins and 'margin 2.0% plus spread' in why
+    assert sd.decide([four, five_ahead], 'agentic')['winner'] == 5
+
+
 def test_tiebreaker_needs_to_clear_its_dispersion_too():
     # The demo's measurement: steps 5 ties 4 at c=1 (+0.3%) and c=2 (+0.8%); at c=4 it is +3.7% by the
     # median but inside the per-request dispersion of 16 requests: no win, the smaller one stays.
