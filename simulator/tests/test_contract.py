@@ -529,3 +529,23 @@ def test_n_choices_and_prompt_batches_as_sglang_0523(client):
     body = json.loads(text)
     assert [c["index"] for c in body["choices"]] == [0, 1]
     assert body["usage"]["prompt_tokens"] == 3 and body["usage"]["completion_tokens"] == 8
+
+
+def test_the_ipv6_wildcard_serves_on_ipv6_only_and_logs_a_bracketed_url():
+    """`--host ::`: uvicorn (asyncio) binds it IPv6-only and logs `http://[::]:PORT`; the simulator too.
+    (llmops.sglang.sglang_url therefore reaches such a server on [::1], not on 127.0.0.1.)"""
+    import socket
+    import urllib.request
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6 on this machine")
+    sim = SimProcess(["--tp-size", "4", "--host", "::"], profile="fast", wait=False)
+    try:
+        sim.url = "http://[::1]:%d" % sim.port
+        sim.start().wait_ready()
+        with urllib.request.urlopen(sim.url + "/health", timeout=5) as resp:
+            assert resp.status == 200
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", sim.port), timeout=2).close()
+        assert "Uvicorn running on http://[::]:%d" % sim.port in sim.output()
+    finally:
+        sim.stop()

@@ -167,7 +167,9 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
     log.raw("INFO:     Started server process [%d]" % os.getpid())
     log.raw("INFO:     Waiting for application startup.")
     log.raw("INFO:     Application startup complete.")
-    log.raw("INFO:     Uvicorn running on http://%s:%d (Press CTRL+C to quit)" % (args.host, args.port))
+    # uvicorn brackets an IPv6 host in this line (uvicorn.server: "%s://[%s]:%d" when ":" in the host).
+    shown = "[%s]" % args.host if ":" in args.host else args.host
+    log.raw("INFO:     Uvicorn running on http://%s:%d (Press CTRL+C to quit)" % (shown, args.port))
 
     async def warmup():
         await _phase(timing["warmup_s"])
