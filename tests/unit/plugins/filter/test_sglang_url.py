@@ -53,9 +53,9 @@ def test_a_server_bound_to_the_ipv6_wildcard_is_reached_at_the_url():
         port = server.sockets[0].getsockname()[1]
         reached = {}
         for url in (sglang_url("::", port), "http://127.0.0.1:%d" % port):
-            _, host, port_, _ = parse_base_url(url)
+            host, port_ = parse_base_url(url)[1:3]
             try:
-                _, writer = await asyncio.open_connection(host, port_)
+                writer = (await asyncio.open_connection(host, port_))[1]
                 writer.close()
                 reached[url] = True
             except OSError:
