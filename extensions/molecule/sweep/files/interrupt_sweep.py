@@ -11,7 +11,14 @@ main thread is, and when that is the interpreter's after-fork hook of the worker
 the playbook goes on with SIGINT back at its default action (about 1 Ctrl-C in 10 here, sent
 right after a configuration was stored: a stretch of short tasks, one fork each). An operator
 presses Ctrl-C again, which then ends the process at once; so does this script, after
-SECOND_CTRL_C_S, and the record says how many it took.
+SECOND_CTRL_C_S, and the record says how many it took. Now and then the first Ctrl-C leaves no
+trace at all and the playbook prints nothing more (it hangs on its way out): the second one ends
+it the same way.
+
+A second Ctrl-C that ends the process with SIGINT's default action (rc -2) is itself the proof that
+ansible-playbook's handler took the first one: that handler (TaskQueueManager._signal_handler)
+puts SIGINT back to its default before it raises KeyboardInterrupt. Had anything else caught or
+ignored the first Ctrl-C, the second would not kill the process either.
 """
 
 import glob
@@ -33,6 +40,21 @@ def stored(results_dir, host):
                       for p in glob.glob(os.path.join(base, 'steps-*', '*.json'))))
 
 
+def what_it_waits_on(pid):
+    """Where a process that did not end after Ctrl-C sits: its state, kernel wait channel and children."""
+    def read(path):
+        try:
+            with open(path) as fh:
+                return fh.read().strip()
+        except OSError:
+            return None
+    children = (read('/proc/%d/task/%d/children' % (pid, pid)) or '').split()
+    return {'state': (read('/proc/%d/stat' % pid) or '').split(') ')[-1][:1],
+            'wchan': read('/proc/%d/wchan' % pid),
+            'children': [{'pid': int(c), 'cmdline': (read('/proc/%s/cmdline' % c) or '').replace('\0', ' ')[:200],
+                          'wchan': read('/proc/%s/wchan' % c)} for c in children]}
+
+
 def main():
     sep = sys.argv.index('--')
     results_dir, host, wanted, log = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
@@ -47,11 +69,13 @@ def main():
         at_signal = stored(results_dir, host)
         signalled = time.time()
         ctrl_c = 1
+        stuck = None
         proc.send_signal(signal.SIGINT)
         try:
             proc.wait(timeout=SECOND_CTRL_C_S)
         except subprocess.TimeoutExpired:
             ctrl_c = 2
+            stuck = what_it_waits_on(proc.pid)
             proc.send_signal(signal.SIGINT)
             try:
                 proc.wait(timeout=60)
@@ -66,6 +90,8 @@ def main():
     with open(log, errors='replace') as fh:
         text = fh.read()
     record['lost_ctrl_c'] = 'Exception ignored in' in text and 'KeyboardInterrupt' in text
+    if stuck is not None:
+        record['after_first_ctrl_c'] = stuck
     if proc.returncode != 99:
         # The log is gone with the scenario's ephemeral directory: keep its end, where a traceback is.
         record['log_tail'] = text[-4000:]
