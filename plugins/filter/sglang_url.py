@@ -24,16 +24,16 @@ def sglang_url(host, port=30000, scheme="http"):
         raise AnsibleFilterError("sglang_url: port must be an integer, got %r" % (port,))
     if not 0 < port < 65536:
         raise AnsibleFilterError("sglang_url: port must be 1-65535, got %d" % port)
+    host = host.strip("[]")   # "[::1]" as well as "::1"
     if host in ("", "0.0.0.0"):
         host = "127.0.0.1"
     elif host == "::":
         host = "::1"
     try:
-        is_v6 = ipaddress.ip_address(host.strip("[]")).version == 6
+        if ipaddress.ip_address(host).version == 6:
+            host = "[%s]" % host
     except ValueError:
-        is_v6 = False   # a host name
-    if is_v6:
-        host = "[%s]" % host.strip("[]")
+        pass   # a host name
     return "%s://%s:%d" % (scheme, host, port)
 
 

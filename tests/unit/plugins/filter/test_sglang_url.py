@@ -27,6 +27,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.bench_client import 
     ("[fd00::5]", 30006, "http://[fd00::5]:30006"),
     ("gpu-01.example.org", 30007, "http://gpu-01.example.org:30007"),
     ("10.0.0.7", 30008, "http://10.0.0.7:30008"),
+    ("[::]", 30009, "http://[::1]:30009"),
 ])
 def test_the_url_for_each_kind_of_host(host, port, url):
     assert sglang_url(host, port) == url
