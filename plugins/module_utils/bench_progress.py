@@ -124,3 +124,40 @@ class ProgressFile:
         while True:
             await asyncio.sleep(self.every)
             self.write()
+
+
+def status_line(doc, host, label=None, waited_s=0.0):
+    """One operator's status line from a progress document (None before the benchmark wrote one):
+    ``gpu-01 steps 4: level 2/4 concurrency 8 measuring 12/cap 64 requests, 1234.5 tok/s, 5 s in the
+    level, 40 s in all``. ``waited_s`` is shown while there is no document yet."""
+    prefix = '%s %s' % (host, ('%s: ' % label) if label else '')
+    if doc is None:
+        return '%sbenchmark starting (%.0f s)' % (prefix, waited_s)
+    elapsed = float(doc.get('elapsed_s') or 0)
+    if doc.get('state') == 'waiting':
+        return '%s%s (%.0f s)' % (prefix, doc.get('message'), elapsed)
+    if doc.get('level') is None:
+        return '%sbenchmark %s (%.0f s)' % (prefix, doc.get('state'), elapsed)
+    measuring = doc.get('phase') != 'warmup'
+    target = doc.get('requests_target')
+    if target is None:
+        target = ''
+    elif doc.get('adaptive') and measuring:
+        target = '/cap %s' % target
+    else:
+        target = '/%s' % target
+    line = '%slevel %s/%s concurrency %s %s %s%s requests' % (
+        prefix, doc.get('level'), doc.get('levels'), doc.get('concurrency'),
+        'measuring' if measuring else 'warm-up', doc.get('requests_done'), target)
+    if doc.get('requests_failed'):
+        line += ' (%s failed)' % doc['requests_failed']
+    if doc.get('duration_s') is not None and measuring:
+        line += ' of %s s' % doc['duration_s']
+    if doc.get('output_tok_s') is not None:
+        line += ', %.1f tok/s' % float(doc['output_tok_s'])
+    if doc.get('level_elapsed_s') is not None:
+        line += ', %.0f s in the level' % float(doc['level_elapsed_s'])
+    line += ', %.0f s in all' % elapsed
+    if doc.get('state') != 'running':
+        line += ' (%s)' % doc.get('state')
+    return line

@@ -21,6 +21,8 @@ description:
     a status line, the look at the job and the clean-up cost one remote call instead of four.
   - Reads the job's results file (C(results_file) of the task that started the job), the file
     C(ansible.builtin.async_status) reads.
+  - A host that stops answering while it is followed fails the task (C(host_unreachable)), so that a
+    C(rescue) runs; Ansible does not rescue unreachable hosts.
 author:
   - llmops.sglang contributors (@llmops)
 options:
@@ -47,6 +49,25 @@ options:
     type: list
     elements: path
     default: []
+  follow:
+    description:
+      - Look again until the job has finished, printing one status line after each look that finds it
+        running (which level and concurrency, requests done of those asked, the rate so far), so that a
+        benchmark of any length is one task. Without it the task looks once (loop it with C(until)).
+      - Done by the action plugin on the controller.
+    type: bool
+    default: false
+  status_host:
+    description: The host named in the status lines (the one measured; default the host the task runs on).
+    type: str
+  status_label:
+    description: A label for the status lines, for example the configuration being measured (C(steps 4)).
+    type: str
+  timeout:
+    description:
+      - With O(follow), fail when the job has not finished after this many seconds (a net for a job
+        whose host lost it; the job's own C(async) limit normally ends it first).
+    type: float
 extends_documentation_fragment:
   - llmops.sglang.attributes
 attributes:
@@ -62,18 +83,27 @@ seealso:
 '''
 
 EXAMPLES = r'''
-- name: Follow the benchmark
+- name: Start the benchmark
+  llmops.sglang.sglang_bench:
+    url: http://127.0.0.1:30000
+    concurrency_levels: [1, 32]
+    requests_per_level: 64
+    progress_file: "{{ progress_dir.path }}/progress.json"
+  async: 3600
+  poll: 0
+  register: bench_job
+
+- name: Follow the benchmark to its end, a status line every 10 s
   llmops.sglang.sglang_bench_follow:
     progress_file: "{{ progress_dir.path }}/progress.json"
     job_file: "{{ bench_job.results_file }}"
     wait: 10
+    follow: true
+    status_label: steps 4
     cleanup:
       - "{{ bench_job.results_file }}"
       - "{{ progress_dir.path }}"
   register: bench
-  until: bench.finished
-  retries: 100
-  delay: 0
 '''
 
 RETURN = r'''
@@ -88,6 +118,14 @@ bench_progress:
 cleaned:
   description: Whether O(cleanup) was removed (the job finished).
   returned: always
+  type: bool
+looks:
+  description: How many looks it took (with O(follow)).
+  returned: with O(follow)
+  type: int
+host_unreachable:
+  description: The host stopped answering while it was followed.
+  returned: when it happened
   type: bool
 '''
 
@@ -176,6 +214,11 @@ def main():
             wait=dict(type='float', default=10),
             settle=dict(type='float', default=5),
             cleanup=dict(type='list', elements='path', default=[]),
+            # Handled by the action plugin (plugins/action/sglang_bench_follow.py); accepted and unused here.
+            follow=dict(type='bool', default=False),
+            status_host=dict(type='str'),
+            status_label=dict(type='str'),
+            timeout=dict(type='float'),
         ),
         supports_check_mode=True,
     )

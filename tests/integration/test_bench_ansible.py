@@ -250,10 +250,10 @@ def test_role_default_url(env, tmp_path, hostvars, expected):
     assert out.read_text().strip() == expected
 
 
-# One status line of the role while a benchmark runs (roles/spec_bench/templates/progress.j2), as the
-# default callback prints a debug msg.
-STATUS = re.compile(r'"msg": "localhost steps 4: level (?P<level>\d+)/2 concurrency (?P<c>\d+) measuring '
-                    r'(?P<done>\d+)/(?P<asked>\d+) requests, (?P<rate>[0-9.]+) tok/s, \d+ s in the level, (?P<all>\d+) s in all"')
+# One status line of the role while a benchmark runs (bench_progress.status_line, printed by the
+# sglang_bench_follow action plugin on a line of its own).
+STATUS = re.compile(r'(?m)^localhost steps 4: level (?P<level>\d+)/2 concurrency (?P<c>\d+) measuring '
+                    r'(?P<done>\d+)/(?P<asked>\d+) requests, (?P<rate>[0-9.]+) tok/s, \d+ s in the level, (?P<all>\d+) s in all$')
 
 
 def test_role_shows_progress_while_a_long_benchmark_runs(env, tmp_path, slow_server):

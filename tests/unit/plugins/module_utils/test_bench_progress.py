@@ -151,3 +151,35 @@ def test_the_progress_directory_is_made_private_and_a_foreign_one_refused(tmp_pa
     link.symlink_to(made)
     with pytest.raises(ValueError, match='not a private directory'):
         bp.private_directory(str(link))
+
+
+def running(**fields):
+    doc = dict((name, None) for name in bp.FIELDS)
+    doc.update(state='running', level=2, levels=4, concurrency=8, phase='measure', requests_done=12,
+               requests_failed=0, requests_target=32, adaptive=False, output_tok_s=1234.54, level_elapsed_s=5.2,
+               elapsed_s=40.4)
+    doc.update(fields)
+    return doc
+
+
+@pytest.mark.parametrize('doc, line', [
+    (None, 'gpu1 steps 4: benchmark starting (7 s)'),
+    (running(), 'gpu1 steps 4: level 2/4 concurrency 8 measuring 12/32 requests, 1234.5 tok/s, 5 s in the level, 40 s in all'),
+    (running(adaptive=True), 'gpu1 steps 4: level 2/4 concurrency 8 measuring 12/cap 32 requests, 1234.5 tok/s, 5 s in the level, '
+                             '40 s in all'),
+    (running(adaptive=True, phase='warmup', requests_done=1, requests_target=2, output_tok_s=None),
+     'gpu1 steps 4: level 2/4 concurrency 8 warm-up 1/2 requests, 5 s in the level, 40 s in all'),
+    (running(requests_target=None, duration_s=60, requests_failed=3),
+     'gpu1 steps 4: level 2/4 concurrency 8 measuring 12 requests (3 failed) of 60 s, 1234.5 tok/s, 5 s in the level, 40 s in all'),
+    (running(state='done', level=4, requests_done=32),
+     'gpu1 steps 4: level 4/4 concurrency 8 measuring 32/32 requests, 1234.5 tok/s, 5 s in the level, 40 s in all (done)'),
+    (running(state='waiting', level=None, message='waiting for another benchmark of this server (pid 42)'),
+     'gpu1 steps 4: waiting for another benchmark of this server (pid 42) (40 s)'),
+    (running(state='running', level=None), 'gpu1 steps 4: benchmark running (40 s)'),
+])
+def test_a_status_line_says_which_level_runs_how_far_and_how_fast(doc, line):
+    assert bp.status_line(doc, 'gpu1', 'steps 4', waited_s=7.2) == line
+
+
+def test_a_status_line_without_a_label_names_the_host_alone():
+    assert bp.status_line(running(), 'gpu1').startswith('gpu1 level 2/4 ')
