@@ -35,9 +35,17 @@ def sglang_server_args(values, speculative, files=None):
         raise AnsibleFilterError(str(exc))
 
 
+def sglang_extra_args_conflicts(extra_args):
+    """The words of sglang_service_extra_args that set what the role sets, each with what to do instead."""
+    if not isinstance(extra_args, (list, tuple)):
+        raise AnsibleFilterError('sglang_extra_args_conflicts: expects a list of argv words, got %r' % (extra_args,))
+    return server_args.extra_args_conflicts([str(word) for word in extra_args])
+
+
 class FilterModule(object):
     def filters(self):
         return {
             'sglang_server_arg_vars': sglang_server_arg_vars,
             'sglang_server_args': sglang_server_args,
+            'sglang_extra_args_conflicts': sglang_extra_args_conflicts,
         }

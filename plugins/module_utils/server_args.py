@@ -30,6 +30,8 @@ __metaclass__ = type
 
 from collections import namedtuple
 
+from ansible_collections.llmops.sglang.plugins.module_utils.sglang_contract import ALLOW_ABBREV, FLAG_DESTS
+
 ServerArg = namedtuple('ServerArg', ['var', 'flag', 'kind', 'info', 'verify', 'summary', 'fingerprint'])
 
 # How a variable's value becomes an option, and when the option is left out (SGLang then picks):
@@ -205,3 +207,47 @@ def resolve(values, speculative, files=None):
             expect[arg.info] = value
         settings[arg.var] = _setting(arg, raw, value)
     return {'options': options, 'expect': expect, 'settings': settings}
+
+
+# What sglang_service_extra_args may not set besides the role's own arguments, and why: they change
+# how the role (its readiness check, the benchmark, the sweep) reaches the server.
+NOT_EXTRA = {
+    'config': 'the role writes the --config file itself',
+    'ssl_certfile': 'the role reaches the server over plain HTTP (terminate TLS in front of it)',
+    'ssl_keyfile': 'the role reaches the server over plain HTTP (terminate TLS in front of it)',
+}
+
+
+def flag_dest(token):
+    """The setting an argv word sets, as SGLang 0.5.23's argparse reads it: ``--flag``,
+    ``--flag=value``, or (allow_abbrev) an unambiguous prefix of a long option. None for a value, an
+    unknown option or an ambiguous prefix (the parser refuses those itself)."""
+    if not isinstance(token, str) or not token.startswith('--') or token == '--':
+        return None
+    name = token.split('=', 1)[0]
+    if name in FLAG_DESTS:
+        return FLAG_DESTS[name]
+    if not ALLOW_ABBREV:
+        return None
+    dests = set(dest for flag, dest in FLAG_DESTS.items() if flag.startswith(name))
+    matches = [flag for flag in FLAG_DESTS if flag.startswith(name)]
+    return dests.pop() if len(matches) == 1 else None
+
+
+def extra_args_conflicts(extra_args):
+    """Why each word of ``extra_args`` that sets one of the role's own arguments (or a NOT_EXTRA one) may
+    not be there. SGLang takes the command line over the --config file and the last of a repeated flag,
+    so such a word would quietly replace the role's value: the server would run another configuration
+    than the one the role verifies, reports and the sweep fingerprints."""
+    owned = {}
+    for arg in SERVER_ARGS:
+        if arg.var:
+            owned[FLAG_DESTS['--' + arg.flag]] = arg.var
+    problems = []
+    for token in extra_args or []:
+        dest = flag_dest(str(token))
+        if dest in owned:
+            problems.append('%s (set %s instead)' % (token, owned[dest]))
+        elif dest in NOT_EXTRA:
+            problems.append('%s (%s)' % (token, NOT_EXTRA[dest]))
+    return problems

@@ -96,7 +96,7 @@ def test_what_the_others_derive():
     assert set(sglang_server_arg_vars("fingerprint")) | set(sglang_server_arg_vars("not_fingerprint")) == set(sglang_server_arg_vars())
     with pytest.raises(AnsibleFilterError, match="unknown selection 'measured'"):
         sglang_server_arg_vars("measured")
-    assert set(FilterModule().filters()) == {"sglang_server_arg_vars", "sglang_server_args"}
+    assert set(FilterModule().filters()) == {"sglang_server_arg_vars", "sglang_server_args", "sglang_extra_args_conflicts"}
 
 
 def test_the_sweep_keeps_no_second_list_of_server_arguments():
@@ -156,3 +156,68 @@ def test_bad_values_name_the_variable():
     del values["sglang_service_port"]
     with pytest.raises(AnsibleFilterError, match="no value for sglang_service_port"):
         sglang_server_args(values, SPEC_ON)
+
+
+def _contract_parser():
+    """An argparse parser with the recorded 0.5.23 option strings (allow_abbrev as recorded): the
+    oracle for how SGLang's parser reads an argv word."""
+    import argparse
+    contract = json.load(open(os.path.join(ROOT, "simulator", "src", "sglang_sim", "data", "sglang-contract.json")))
+    parser = argparse.ArgumentParser(allow_abbrev=contract["allow_abbrev"], add_help=False)
+    for flag in contract["flags"]:
+        longs = [o for o in flag["option_strings"] if o.startswith("--")]
+        if longs:
+            parser.add_argument(*longs, dest=flag["dest"])
+    return parser
+
+
+def _argparse_dest(parser, token):
+    try:
+        found = parser._parse_optional(token)
+    except SystemExit:   # ambiguous: argparse refuses it
+        return None
+    if isinstance(found, list):   # Python >= 3.12.3 returns every candidate
+        found = found[0] if len(found) == 1 else None
+    return found[0].dest if found and found[0] is not None else None
+
+
+def test_flag_dest_reads_a_word_as_sglangs_parser_does(monkeypatch):
+    parser = _contract_parser()
+    monkeypatch.setattr(parser, "error", lambda message: (_ for _ in ()).throw(SystemExit(2)))
+    words = set()
+    for flag in sglang_contract.FLAG_DESTS:
+        words.update([flag, flag + "=1"] + [flag[:n] for n in range(3, len(flag))])
+    words.update(["--", "-x", "2", "--no-such-flag", "--cuda-graph-max-bs"])
+    differ = [(w, server_args.flag_dest(w), _argparse_dest(parser, w)) for w in sorted(words)
+              if server_args.flag_dest(w) != _argparse_dest(parser, w)]
+    assert differ == []
+
+
+def test_extra_args_that_set_what_the_role_sets_are_named_with_the_variable():
+    problems = server_args.extra_args_conflicts([
+        "--disable-radix-cache", "--watchdog-timeout", "600",
+        "--speculative-num-st", "2", "--host=0.0.0.0", "--tensor-parallel-size", "4",
+        "--config", "/tmp/other.yaml", "--ssl-certfile", "/etc/tls/cert.pem", "--api-key=abc"])
+    assert problems == [
+        "--speculative-num-st (set sglang_service_speculative_num_steps instead)",
+        "--host=0.0.0.0 (set sglang_service_host instead)",
+        "--tensor-parallel-size (set sglang_service_tp_size instead)",
+        "--config (the role writes the --config file itself)",
+        "--ssl-certfile (the role reaches the server over plain HTTP (terminate TLS in front of it))",
+        "--api-key=abc (set sglang_service_api_key instead)",
+    ]
+
+
+def test_extra_args_the_role_leaves_to_sglang_pass():
+    # Flags the role has no variable for, values, and an ambiguous abbreviation (SGLang refuses that
+    # itself, and the role diagnoses the refusal as bad_argument).
+    assert server_args.extra_args_conflicts(
+        ["--disable-radix-cache", "--json-model-override-args", '{"a": "b c"}', "--cuda-graph-max-bs", "16", "50%$HOME"]) == []
+    assert server_args.extra_args_conflicts([]) == [] and server_args.extra_args_conflicts(None) == []
+
+
+def test_the_filter_refuses_what_is_not_a_list():
+    from ansible_collections.llmops.sglang.plugins.filter.server_args import sglang_extra_args_conflicts
+    assert sglang_extra_args_conflicts(["--port", "1"]) == ["--port (set sglang_service_port instead)"]
+    with pytest.raises(AnsibleFilterError, match="list of argv words"):
+        sglang_extra_args_conflicts("--port 1")

@@ -179,3 +179,12 @@ def test_builtin_candidates_are_the_simulators_copy_of_sglang():
     assert speculative.ADAPTIVE_DEFAULT_CANDIDATES == dict(
         (k, v["candidate_steps"]) for k, v in adaptive.DEFAULT_ADAPTIVE_CONFIG.items())
     assert dict((k, v[0]) for k, v in speculative.ADAPTIVE_KNOBS.items()) == adaptive.KNOB_DEFAULTS
+
+
+def test_extra_args_that_set_the_roles_own_arguments_fail_validation_naming_the_variable():
+    msgs = broken(dict(SEED, sglang_service_extra_args=["--disable-radix-cache", "--speculative-num-steps=2", "--tp", "2"]))
+    assert msgs == [
+        "sglang_service_extra_args may not set what the role sets (SGLang takes the command line over the --config file, "
+        "so the server would run another configuration than the one the role checks and reports): "
+        "--speculative-num-steps=2 (set sglang_service_speculative_num_steps instead); --tp (set sglang_service_tp_size instead)."]
+    assert broken(dict(SEED, sglang_service_extra_args=["--disable-radix-cache", "--watchdog-timeout", "600"])) == []
