@@ -162,7 +162,8 @@ def _contract_parser():
     """An argparse parser with the recorded 0.5.23 option strings (allow_abbrev as recorded): the
     oracle for how SGLang's parser reads an argv word."""
     import argparse
-    contract = json.load(open(os.path.join(ROOT, "simulator", "src", "sglang_sim", "data", "sglang-contract.json")))
+    with open(os.path.join(ROOT, "simulator", "src", "sglang_sim", "data", "sglang-contract.json"), encoding="utf-8") as fh:
+        contract = json.load(fh)
     parser = argparse.ArgumentParser(allow_abbrev=contract["allow_abbrev"], add_help=False)
     for flag in contract["flags"]:
         longs = [o for o in flag["option_strings"] if o.startswith("--")]
@@ -183,7 +184,11 @@ def _argparse_dest(parser, token):
 
 def test_flag_dest_reads_a_word_as_sglangs_parser_does(monkeypatch):
     parser = _contract_parser()
-    monkeypatch.setattr(parser, "error", lambda message: (_ for _ in ()).throw(SystemExit(2)))
+
+    def refuse(message):
+        raise SystemExit(2)
+
+    monkeypatch.setattr(parser, "error", refuse)
     words = set()
     for flag in sglang_contract.FLAG_DESTS:
         words.update([flag, flag + "=1"] + [flag[:n] for n in range(3, len(flag))])
