@@ -69,4 +69,6 @@ def cases():
         seed, sglang_service_read_write_paths=["/data/hf"],
         sglang_service_hardening_overrides={"ProtectHome": "read-only", "PrivateTmp": None})))
     out.append(("sandbox off", dict(seed, sglang_service_hardening=False)))
+    # An IPv6 bind: the role reaches it on [::1] (the sglang_url filter, as ServerArgs.url() does).
+    out.append(("IPv6 wildcard bind", dict(seed, sglang_service_host="::", sglang_service_port=30012)))
     return out
