@@ -15,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
 import time
 
 from ansible.errors import AnsibleConnectionFailure
@@ -54,8 +55,16 @@ class ActionModule(ActionBase):
             return self._look(result, module_args, task_vars, host)
 
         started = time.monotonic()
+        controller = os.getppid()
         looks = 0
         while True:
+            # A worker whose ansible-playbook was killed has nobody to report to: it stops, as a single
+            # look would have, instead of following the benchmark to its end. The next run deals with
+            # the leftover benchmark (sglang_bench's leftover option).
+            if os.getppid() != controller:
+                result.update(failed=True, finished=False, looks=looks,
+                              msg='ansible-playbook ended while it followed the benchmark on %s' % host)
+                return result
             look = self._look(dict(result), module_args, task_vars, host)
             looks += 1
             if look.get('failed') or look.get('finished'):

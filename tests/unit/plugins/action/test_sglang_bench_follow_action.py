@@ -110,3 +110,12 @@ def test_a_bad_follow_option_is_refused_by_name(shown):
     action, calls = _action([], dict(ARGS, follow='sometimes'))
     result = action.run(task_vars={'inventory_hostname': 'gpu1'})
     assert result['failed'] and 'follow' in result['msg'] and calls == []
+
+
+def test_a_worker_whose_controller_died_stops_following(shown, monkeypatch):
+    parents = iter([100, 100, 100, 1, 1])
+    monkeypatch.setattr(follow_action.os, 'getppid', lambda: next(parents))
+    action, calls = _action([_running(n) for n in range(10)], dict(ARGS, follow=True))
+    result = action.run(task_vars={'inventory_hostname': 'gpu1'})
+    assert result['failed'] and result['msg'] == 'ansible-playbook ended while it followed the benchmark on gpu1'
+    assert len(calls) == 2 and result['looks'] == 2
