@@ -24,17 +24,12 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.llmops.sglang.plugins.module_utils.bench_progress import status_line
+# Handled here; the module gets the rest.
+from ansible_collections.llmops.sglang.plugins.modules.sglang_bench_follow import FOLLOW_OPTIONS
 
 display = Display()
 
 MODULE = 'llmops.sglang.sglang_bench_follow'
-# Handled here; the module gets the rest.
-FOLLOW_SPEC = dict(
-    follow=dict(type='bool', default=False),
-    status_host=dict(type='str'),
-    status_label=dict(type='str'),
-    timeout=dict(type='float'),
-)
 
 
 class ActionModule(ActionBase):
@@ -43,9 +38,9 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
-        module_args = dict((k, v) for k, v in self._task.args.items() if k not in FOLLOW_SPEC)
-        validated = ArgumentSpecValidator(FOLLOW_SPEC).validate(
-            dict((k, v) for k, v in self._task.args.items() if k in FOLLOW_SPEC))
+        module_args = dict((k, v) for k, v in self._task.args.items() if k not in FOLLOW_OPTIONS)
+        validated = ArgumentSpecValidator(FOLLOW_OPTIONS).validate(
+            dict((k, v) for k, v in self._task.args.items() if k in FOLLOW_OPTIONS))
         if validated.error_messages:
             result.update(failed=True, msg='; '.join(validated.error_messages))
             return result

@@ -217,6 +217,9 @@ NOT_EXTRA = {
     'ssl_keyfile': 'the role reaches the server over plain HTTP (terminate TLS in front of it)',
 }
 
+# The setting (argparse dest) of each argument the role sets -> its variable.
+ROLE_DESTS = dict((FLAG_DESTS['--' + arg.flag], arg.var) for arg in SERVER_ARGS if arg.var)
+
 
 def flag_dest(token):
     """The setting an argv word sets, as SGLang 0.5.23's argparse reads it: ``--flag``,
@@ -229,9 +232,8 @@ def flag_dest(token):
         return FLAG_DESTS[name]
     if not ALLOW_ABBREV:
         return None
-    dests = set(dest for flag, dest in FLAG_DESTS.items() if flag.startswith(name))
     matches = [flag for flag in FLAG_DESTS if flag.startswith(name)]
-    return dests.pop() if len(matches) == 1 else None
+    return FLAG_DESTS[matches[0]] if len(matches) == 1 else None
 
 
 def extra_args_conflicts(extra_args):
@@ -239,15 +241,11 @@ def extra_args_conflicts(extra_args):
     not be there. SGLang takes the command line over the --config file and the last of a repeated flag,
     so such a word would quietly replace the role's value: the server would run another configuration
     than the one the role verifies, reports and the sweep fingerprints."""
-    owned = {}
-    for arg in SERVER_ARGS:
-        if arg.var:
-            owned[FLAG_DESTS['--' + arg.flag]] = arg.var
     problems = []
     for token in extra_args or []:
         dest = flag_dest(str(token))
-        if dest in owned:
-            problems.append('%s (set %s instead)' % (token, owned[dest]))
+        if dest in ROLE_DESTS:
+            problems.append('%s (set %s instead)' % (token, ROLE_DESTS[dest]))
         elif dest in NOT_EXTRA:
             problems.append('%s (%s)' % (token, NOT_EXTRA[dest]))
     return problems

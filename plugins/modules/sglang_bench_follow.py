@@ -138,6 +138,15 @@ from ansible.module_utils.basic import AnsibleModule
 
 ENDED = ('done', 'failed')
 
+# The options the action plugin (plugins/action/sglang_bench_follow.py) handles on the controller; the
+# module accepts and ignores them.
+FOLLOW_OPTIONS = dict(
+    follow=dict(type='bool', default=False),
+    status_host=dict(type='str'),
+    status_label=dict(type='str'),
+    timeout=dict(type='float'),
+)
+
 
 def read_json(path):
     """The JSON document in ``path``; None while it is missing, empty or half written."""
@@ -214,11 +223,7 @@ def main():
             wait=dict(type='float', default=10),
             settle=dict(type='float', default=5),
             cleanup=dict(type='list', elements='path', default=[]),
-            # Handled by the action plugin (plugins/action/sglang_bench_follow.py); accepted and unused here.
-            follow=dict(type='bool', default=False),
-            status_host=dict(type='str'),
-            status_label=dict(type='str'),
-            timeout=dict(type='float'),
+            **FOLLOW_OPTIONS
         ),
         supports_check_mode=True,
     )
