@@ -105,6 +105,16 @@ options:
     description: Seconds after O(timeout) before the O(watchdog) fires, time for the caller's own rollback of a failed start.
     type: int
     default: 120
+  keep_files:
+    description:
+      - Files to write once the server is ready and verified, and only then, in the same call (for example the role's copy
+        of the configuration that last reached ready, which its rollback restores). Each entry has the keys of
+        O(llmops.sglang.sglang_service_files#module:files) and is handled as that module handles it, without a diff.
+      - Not written in check mode, nor when the server is not ready or runs another configuration than O(expect).
+      - Their content may hold O(api_key), which is masked wherever it would be shown.
+    type: list
+    elements: dict
+    default: []
   journal_tail:
     description: How many of the last journal lines to return with a failure.
     type: int
@@ -259,6 +269,12 @@ watchdog_armed:
   description: Whether the O(watchdog) timer is armed when the module returns (after a failed start this module made).
   returned: always
   type: bool
+kept_files:
+  description: The names of the O(keep_files) entries that changed.
+  returned: when ready
+  type: list
+  elements: str
+  sample: ["unit", "config.json"]
 systemd:
   description:
     - The unit's last seen ActiveState, SubState, Result, NRestarts, MainPID, ExecMainStatus and InvocationID.
@@ -273,6 +289,8 @@ import signal
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.errors import UnsupportedError
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.urls import open_url
 from ansible_collections.llmops.sglang.plugins.module_utils.diagnosis import (
@@ -280,6 +298,8 @@ from ansible_collections.llmops.sglang.plugins.module_utils.diagnosis import (
 from ansible_collections.llmops.sglang.plugins.module_utils import server_info as sinfo
 from ansible_collections.llmops.sglang.plugins.module_utils import server_args
 from ansible_collections.llmops.sglang.plugins.module_utils.speculative import resolved_algorithm
+from ansible_collections.llmops.sglang.plugins.module_utils.service_files import (
+    FILE_ENTRY_OPTIONS, FilesError, duplicate_names, handle as handle_files)
 from ansible_collections.llmops.sglang.plugins.module_utils.service_systemd import (
     GPU_RELEASE_ARGUMENT_SPEC, UNIT_ARGUMENT_SPEC, journal_first_match_monotonic, journal_lines, stop_unit, systemctl_show,
     unit_name)
@@ -396,6 +416,7 @@ def main():
             poll_interval=dict(type='float', default=1.0),
             journal_cursor=dict(type='str'),
             expect=dict(type='dict', default={}),
+            keep_files=dict(type='list', elements='dict', default=[]),
             journal_tail=dict(type='int', default=40),
             journal_lines_max=dict(type='int', default=2000),
             start=dict(type='bool', default=False),
@@ -410,6 +431,8 @@ def main():
     )
     p = module.params
     unit = unit_name(p['name'])
+    # Checked before anything changes on the host: a bad entry must not cost a restart.
+    keep_files = validated_keep_files(module)
     base = p['url'].rstrip('/')
     started = time.monotonic()
     deadline = started + p['timeout']
@@ -527,7 +550,30 @@ def main():
     if p['watchdog'] and not module.check_mode:
         disarm(module, p['watchdog'])
         result['watchdog_armed'] = False
+    result['kept_files'] = []
+    if keep_files and not module.check_mode:
+        try:
+            kept = handle_files(keep_files, False, False)
+        except (FilesError, OSError) as exc:
+            module.fail_json(msg='%s is ready and verified, but keeping its files failed: %s' % (unit, exc), **result)
+        result['kept_files'] = kept['changed_names']
+        result['changed'] = result['changed'] or kept['changed']
     module.exit_json(**result)
+
+
+def validated_keep_files(module):
+    """keep_files with each entry checked and completed as sglang_service_files' files[] (fails the module otherwise)."""
+    entries = []
+    for index, entry in enumerate(module.params['keep_files']):
+        checked = ArgumentSpecValidator(FILE_ENTRY_OPTIONS).validate(entry)
+        if checked.error_messages:
+            module.fail_json(msg='keep_files[%d]: %s' % (index, '; '.join(
+                ('unsupported parameters: %s' if isinstance(error, UnsupportedError) else '%s') % error.msg
+                for error in checked.errors.errors)))
+        entries.append(checked.validated_parameters)
+    if duplicate_names(entries):
+        module.fail_json(msg='keep_files: every name must be unique, got %s' % duplicate_names(entries))
+    return entries
 
 
 if __name__ == '__main__':

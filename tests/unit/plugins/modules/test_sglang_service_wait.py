@@ -1,5 +1,7 @@
-"""Crash detection from systemd state and verification against /server_info."""
-from ansible_collections.llmops.sglang.plugins.modules.sglang_service_wait import arm, compare, crash_reason, disarm
+"""Crash detection from systemd state, verification against /server_info, the files kept once ready."""
+import pytest
+
+from ansible_collections.llmops.sglang.plugins.modules.sglang_service_wait import arm, compare, crash_reason, disarm, validated_keep_files
 from ansible_collections.llmops.sglang.plugins.module_utils.service_systemd import parse_show
 
 
@@ -82,3 +84,37 @@ def test_a_deadline_that_cannot_be_armed_is_a_warning():
     module = FakeModule(systemd_run=None)
     assert arm(module, "sglang-rollback", 60) is False and module.calls == []
     assert "systemd-run not found" in module.warnings[0]
+
+
+class ParamsModule:
+    """What validated_keep_files() uses of AnsibleModule: params and fail_json."""
+
+    class Failed(Exception):
+        pass
+
+    def __init__(self, keep_files):
+        self.params = {"keep_files": keep_files}
+
+    def fail_json(self, msg, **kwargs):
+        raise self.Failed(msg)
+
+
+def test_keep_files_get_the_file_modules_defaults():
+    entries = validated_keep_files(ParamsModule([{"name": "unit", "path": "/etc/x/unit", "src": "/etc/systemd/system/x.service"},
+                                                 {"name": "guard", "path": "/etc/x/guard.json", "state": "absent"}]))
+    assert [(e["name"], e["state"], e["diff"], e["content"]) for e in entries] == [
+        ("unit", "present", True, None), ("guard", "absent", True, None)]
+
+
+@pytest.mark.parametrize("keep_files, message", [
+    ([{"name": "unit"}], "keep_files[0]: missing required arguments: path"),
+    ([{"name": "a", "path": "/a", "content": ""}, {"name": "b", "path": "/b", "state": "gone"}],
+     "keep_files[1]: value of state must be one of: present, absent, got: gone"),
+    ([{"name": "a", "path": "/a", "content": "", "colour": "red"}], "keep_files[0]: unsupported parameters: colour. Supported parameters include: content,"),
+    ([{"name": "a", "path": "/a", "content": ""}, {"name": "a", "path": "/b", "content": ""}],
+     "keep_files: every name must be unique, got ['a']"),
+])
+def test_bad_keep_files_fail_before_anything_changes(keep_files, message):
+    with pytest.raises(ParamsModule.Failed) as failed:
+        validated_keep_files(ParamsModule(keep_files))
+    assert message in str(failed.value)
