@@ -30,7 +30,8 @@ def test_sums_task_times_by_group_and_keeps_the_lines(tmp_path):
     play.write_text(PLAYBOOK)
     kept = tmp_path / "times.jsonl"
     playbook = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
-    run = subprocess.run([sys.executable, TOOL, "--keep", str(kept), "--", playbook, "-i", "localhost,", "-e", "ansible_python_interpreter=" + sys.executable, str(play)],
+    command = [playbook, "-i", "localhost,", "-e", "ansible_python_interpreter=" + sys.executable, str(play)]
+    run = subprocess.run([sys.executable, TOOL, "--keep", str(kept), "--"] + command,
                          capture_output=True, text=True, check=False, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     lines = [json.loads(line) for line in kept.read_text().splitlines()]
