@@ -29,6 +29,8 @@ def test_sums_task_times_by_group_and_keeps_the_lines(tmp_path):
     play = tmp_path / "play.yml"
     play.write_text(PLAYBOOK)
     kept = tmp_path / "times.jsonl"
+    # A file kept from an earlier run is started afresh (the callback appends).
+    kept.write_text(json.dumps({"name": "An earlier run's task", "action": "ansible.builtin.debug", "duration_s": 1.0}) + "\n")
     playbook = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
     command = [playbook, "-i", "localhost,", "-e", "ansible_python_interpreter=" + sys.executable, str(play)]
     run = subprocess.run([sys.executable, TOOL, "--keep", str(kept), "--"] + command,
