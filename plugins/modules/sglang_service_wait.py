@@ -200,6 +200,13 @@ time_to_ready_s:
       "ready to roll" line when the start was not watched). Null when unknown.
   returned: always
   type: float
+time_to_crash_s:
+  description:
+    - Seconds from the start of the server's main process to its exit, when it crashed during startup
+      (the server's own time to fail, without the stop before it). Null otherwise or when systemd did
+      not record both times.
+  returned: always
+  type: float
 waited_s:
   description: Seconds this module waited.
   returned: always
@@ -436,7 +443,7 @@ def main():
     base = p['url'].rstrip('/')
     started = time.monotonic()
     deadline = started + p['timeout']
-    result = dict(changed=False, ready=False, time_to_ready_s=None, waited_s=0.0, mismatches=[],
+    result = dict(changed=False, ready=False, time_to_ready_s=None, time_to_crash_s=None, waited_s=0.0, mismatches=[],
                   diagnosis=None, journal_tail=[], systemd={}, crash_noticed_after_s=None, watchdog_armed=False)
 
     def fail(msg, diagnosis, lines):
@@ -499,6 +506,9 @@ def main():
             if exited_us:
                 # How long after the main process died the crash was noticed (same monotonic clock).
                 result['crash_noticed_after_s'] = round(time.monotonic() - exited_us / 1e6, 2)
+                started_us = now.get('ExecMainStartTimestampMonotonic')
+                if started_us and exited_us > started_us:
+                    result['time_to_crash_s'] = round((exited_us - started_us) / 1e6, 2)
             lines = read_journal()
             diagnosis = diagnose(lines)
             if diagnosis['key'] == 'unknown':
