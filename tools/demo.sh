@@ -50,7 +50,7 @@ for h in $hosts; do
 done
 
 # Where the time went: server restarts (start -> ready, as the role measured it, the winner's final
-# deployment included), benchmarking (the benchmark's own level durations and warm-ups), everything
+# deployment included; a start that crashed counts its start -> exit and the rollback's start -> ready), benchmarking (the benchmark's own level durations and warm-ups), everything
 # else (Ansible, SSH, stops, provisioning the host).
 python3 - "$res" "$start" "$end" $hosts <<'PY'
 import glob, json, os, sys
@@ -64,6 +64,11 @@ for h in hosts:
         ready += float((doc.get('deployment') or {}).get('time_to_ready_s') or 0)
         bench += sum(float(lv.get('duration_s') or 0) for lv in doc.get('levels') or [])
         warm += sum(float(lv.get('warmup_s') or 0) for lv in doc.get('levels') or [])
+    # A configuration that crashed at start: the server's start to its exit, and the rollback's start to ready.
+    for path in glob.glob(os.path.join(res, h, 'measurements', '*', 'failure.json')):
+        with open(path) as fh:
+            failure = json.load(fh)['failure']
+        ready += float(failure.get('time_to_crash_s') or 0) + float(failure.get('rollback_time_to_ready_s') or 0)
     # The winner's final deployment is a restart too (unless the winner already served).
     report = os.path.join(res, h, 'report', 'measurements.json')
     if os.path.exists(report):
@@ -72,7 +77,7 @@ for h in hosts:
         ready += float(final.get('time_to_ready_s') or 0)
 wall = end - start
 other = wall - ready - bench - warm
-print('\nwall time %.0f s: server restarts (start to ready) %.0f s, benchmarking %.0f s (measured %.0f s + warm-ups %.0f s), '
+print('\nwall time %.0f s: server restarts (start to ready, crashed starts and rollbacks) %.0f s, benchmarking %.0f s (measured %.0f s + warm-ups %.0f s), '
       'everything else (orchestration) %.0f s = %.0f%%' % (wall, ready, bench + warm, bench, warm, other, 100.0 * other / wall))
 PY
 
