@@ -82,6 +82,9 @@ def boot_two_hosts():
         for name, proc in results.items():
             assert proc.returncode == 0, "%s: %s" % (name, proc.stderr)
         print("two test hosts booted concurrently in %.1f s" % elapsed)
+        for name, proc in results.items():
+            # A retried boot says why here (shown with a failing test's captured output).
+            print("%s: %s" % (name, proc.stderr.strip()))
         yield {name: json.loads(proc.stdout) for name, proc in results.items()}
     finally:
         run_testhost("destroy", *HOSTS)
