@@ -50,8 +50,9 @@ for h in $hosts; do
 done
 
 # Where the time went: server restarts (start -> ready, as the role measured it, the winner's final
-# deployment included; a start that crashed counts its start -> exit and the rollback's start -> ready), benchmarking (the benchmark's own level durations and warm-ups), everything
-# else (Ansible, SSH, stops, provisioning the host).
+# deployment included; a start that crashed counts its start -> exit and the rollback's start ->
+# ready), benchmarking (the benchmark's own level durations and warm-ups), everything else (Ansible,
+# SSH, stops, provisioning the host).
 python3 - "$res" "$start" "$end" $hosts <<'PY'
 import glob, json, os, sys
 res, start, end, hosts = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4:]
