@@ -91,6 +91,16 @@ options:
     description: With O(stop), seconds to wait for the processes and GPUs to be released after C(systemctl stop).
     type: int
     default: 300
+  wait:
+    description:
+      - Wait for readiness, verify and keep O(keep_files) (the default). With V(false) the module returns right after
+        the stop and start it made (O(start) or O(stop) is then required), with C(ready) false and the O(watchdog)
+        armed, leaving the server to come up alone.
+      - For a start the caller does not need to see ready because another deployment replaces it next (a sweep's
+        rollback after a failed configuration); it saves waiting for a model load whose server is stopped again
+        soon after. Should nobody come back, the O(watchdog) deadline still covers a start that hangs.
+    type: bool
+    default: true
   watchdog:
     description:
       - A service unit (for example the role's C(<name>-rollback.service)) that systemd starts if a start this module
@@ -430,6 +440,7 @@ def main():
             daemon_reload=dict(type='bool', default=False),
             stop=dict(type='bool', default=False),
             stop_timeout=dict(type='int', default=300),
+            wait=dict(type='bool', default=True),
             watchdog=dict(type='str'),
             watchdog_grace=dict(type='int', default=120),
             **GPU_RELEASE_ARGUMENT_SPEC
@@ -438,6 +449,8 @@ def main():
     )
     p = module.params
     unit = unit_name(p['name'])
+    if not p['wait'] and not (p['start'] or p['stop']):
+        module.fail_json(msg='wait=false needs start=true or stop=true: without a start there is nothing to do')
     # Checked before anything changes on the host: a bad entry must not cost a restart.
     keep_files = validated_keep_files(module)
     base = p['url'].rstrip('/')
@@ -496,6 +509,12 @@ def main():
             result['watchdog_armed'] = arm(module, p['watchdog'], p['timeout'] + p['watchdog_grace'])
     if sighup is not None:
         signal.signal(signal.SIGHUP, sighup)
+    if not p['wait']:
+        # Left to come up alone: the watchdog armed with the start covers one that hangs.
+        result['systemd'] = dict((k, first.get(k)) for k in _SYSTEMD_KEYS)
+        result['waited_s'] = round(time.monotonic() - started, 2)
+        module.exit_json(msg='%s %s; readiness not awaited (wait=false)' % (
+            unit, 'started' if result['changed'] else 'is ' + str(first.get('ActiveState'))), **result)
     saw_not_ready = False
     while True:
         now = systemctl_show(module, unit)
