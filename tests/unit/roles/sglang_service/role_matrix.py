@@ -64,7 +64,8 @@ def cases():
         sglang_service_pip_extra_args="--index-url https://example.invalid/simple",
         sglang_service_env_path="/usr/bin:/bin", sglang_service_environment={"HF_HOME": "/data/hf"},
         sglang_service_ready_timeout=600, sglang_service_ready_poll_interval=0.5, sglang_service_stop_timeout=120,
-        sglang_service_verify=False, sglang_service_rollback=False, sglang_service_rollback_grace=60)))
+        sglang_service_verify=False, sglang_service_rollback=False, sglang_service_rollback_grace=60,
+        sglang_service_rollback_wait=False)))
     out.append(("sandbox relaxed", dict(
         seed, sglang_service_read_write_paths=["/data/hf"],
         sglang_service_hardening_overrides={"ProtectHome": "read-only", "PrivateTmp": None})))
