@@ -50,9 +50,10 @@ for h in $hosts; do
 done
 
 # Where the time went: server restarts (start -> ready, as the role measured it, the winner's final
-# deployment included; a start that crashed counts its start -> exit and the rollback's start ->
-# ready), benchmarking (the benchmark's own level durations and warm-ups), everything else (Ansible,
-# SSH, stops, provisioning the host).
+# deployment included; a start that crashed counts its start -> exit, and the rollback's start ->
+# ready when it was awaited: a sweep's is not, the next deployment replaces it), benchmarking (the
+# benchmark's own level durations and warm-ups), everything else (Ansible, SSH, stops, provisioning
+# the host).
 python3 - "$res" "$start" "$end" $hosts <<'PY'
 import glob, json, os, sys
 res, start, end, hosts = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4:]
@@ -65,7 +66,7 @@ for h in hosts:
         ready += float((doc.get('deployment') or {}).get('time_to_ready_s') or 0)
         bench += sum(float(lv.get('duration_s') or 0) for lv in doc.get('levels') or [])
         warm += sum(float(lv.get('warmup_s') or 0) for lv in doc.get('levels') or [])
-    # A configuration that crashed at start: the server's start to its exit, and the rollback's start to ready.
+    # A configuration that crashed at start: the server's start to its exit (and an awaited rollback's start to ready).
     for path in glob.glob(os.path.join(res, h, 'measurements', '*', 'failure.json')):
         with open(path) as fh:
             failure = json.load(fh)['failure']
