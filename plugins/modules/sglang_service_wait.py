@@ -98,7 +98,7 @@ options:
         armed, leaving the server to come up alone.
       - For a start the caller does not need to see ready because another deployment replaces it next (a sweep's
         rollback after a failed configuration); it saves waiting for a model load whose server is stopped again
-        soon after. Should nobody come back, the O(watchdog) deadline still covers a start that hangs.
+        soon after. The O(watchdog) deadline stays armed, as after any start, until a later call sees the server ready.
     type: bool
     default: true
   watchdog:
@@ -510,7 +510,7 @@ def main():
     if sighup is not None:
         signal.signal(signal.SIGHUP, sighup)
     if not p['wait']:
-        # Left to come up alone: the watchdog armed with the start covers one that hangs.
+        # Left to come up alone; the watchdog's deadline stays armed until a later call sees it ready.
         result['systemd'] = dict((k, first.get(k)) for k in _SYSTEMD_KEYS)
         result['waited_s'] = round(time.monotonic() - started, 2)
         module.exit_json(msg='%s %s; readiness not awaited (wait=false)' % (
