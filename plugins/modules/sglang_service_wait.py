@@ -326,6 +326,11 @@ HEALTH_TIMEOUT_S = 5
 _SYSTEMD_KEYS = ('ActiveState', 'SubState', 'Result', 'NRestarts', 'MainPID', 'ExecMainStatus', 'InvocationID')
 
 
+def systemd_summary(state):
+    """The unit's state as the module reports it (result.systemd)."""
+    return dict((k, state.get(k)) for k in _SYSTEMD_KEYS)
+
+
 def http_get(url, api_key=None, timeout=HEALTH_TIMEOUT_S):
     """(status, body) of a GET; status 0 when the server cannot be reached."""
     headers = {'Authorization': 'Bearer %s' % api_key} if api_key else {}
@@ -511,14 +516,14 @@ def main():
         signal.signal(signal.SIGHUP, sighup)
     if not p['wait']:
         # Left to come up alone; the watchdog's deadline stays armed until a later call sees it ready.
-        result['systemd'] = dict((k, first.get(k)) for k in _SYSTEMD_KEYS)
+        result['systemd'] = systemd_summary(first)
         result['waited_s'] = round(time.monotonic() - started, 2)
         module.exit_json(msg='%s %s; readiness not awaited (wait=false)' % (
             unit, 'started' if result['changed'] else 'is ' + str(first.get('ActiveState'))), **result)
     saw_not_ready = False
     while True:
         now = systemctl_show(module, unit)
-        result['systemd'] = dict((k, now.get(k)) for k in _SYSTEMD_KEYS)
+        result['systemd'] = systemd_summary(now)
         reason = crash_reason(first, now)
         if reason:
             exited_us = now.get('ExecMainExitTimestampMonotonic')
