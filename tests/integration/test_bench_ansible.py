@@ -29,6 +29,11 @@ from harness import free_port, tool  # noqa: E402
 
 STEP_S = 0.004
 ACCEPT = 3
+# Output tokens of a benchmark that must succeed: 151 decode in 50 steps, 0.2 s a request. At 31 tokens
+# (40 ms) a client kept off the CPU for that long by the tests and linters beside it read a whole
+# request in one piece, an infinite decode rate, and the module rightly refused the level as
+# "implausible" (seen in CI on 2026-12-05).
+STEADY_LEN = 151
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +92,7 @@ def test_module_measures_and_sets_facts(env, tmp_path, server):
     # 150 decode tokens in 50 steps: 0.2 s of decoding, so that a few milliseconds of a busy machine's
     # scheduling delay stay well inside the tolerance (10 steps, 40 ms, were 8% off at load 2.8).
     rc, res = adhoc(env, tmp_path, {"url": server, "concurrency_levels": [1, 3], "requests_per_level": 6,
-                                    "output_len": 151, "input_len": 8})
+                                    "output_len": STEADY_LEN, "input_len": 8})
     assert rc == 0, res
     assert res["changed"] is False
     assert [lvl["concurrency"] for lvl in res["levels"]] == [1, 3]
@@ -166,7 +171,7 @@ def test_role_writes_result_and_prints_table(env, tmp_path, server):
     results = tmp_path / "results"
     proc = run_role(env, tmp_path, {
         "spec_bench_url": server, "spec_bench_concurrency_levels": [1, 2], "spec_bench_requests_per_level": 4,
-        "spec_bench_output_len": 31, "spec_bench_input_len": 8, "spec_bench_results_dir": str(results),
+        "spec_bench_output_len": STEADY_LEN, "spec_bench_input_len": 8, "spec_bench_results_dir": str(results),
     }, post_tasks=[{"name": "Keep the fact for the test", "ansible.builtin.copy": {
         "content": "{{ spec_bench_result | to_json }}", "dest": str(tmp_path / "fact.json"), "mode": "0644"}}])
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -295,7 +300,7 @@ def test_role_shows_progress_while_a_long_benchmark_runs(env, tmp_path, slow_ser
 def test_role_without_progress_runs_one_task(env, tmp_path, server):
     proc = run_role(env, tmp_path, {
         "spec_bench_url": server, "spec_bench_concurrency_levels": [1], "spec_bench_requests_per_level": 4,
-        "spec_bench_output_len": 31, "spec_bench_input_len": 8, "spec_bench_results_dir": str(tmp_path / "results"),
+        "spec_bench_output_len": STEADY_LEN, "spec_bench_input_len": 8, "spec_bench_results_dir": str(tmp_path / "results"),
         "spec_bench_progress_interval": 0,
     })
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -320,13 +325,13 @@ def test_module_writes_its_progress_file(env, tmp_path, server, stalled_server):
     """The module keeps the status while it runs and leaves the last one: done (or failed, with the message)."""
     path = tmp_path / "progress" / "status.json"
     rc, res = adhoc(env, tmp_path, {"url": server, "concurrency_levels": [1, 3], "requests_per_level": 6,
-                                    "output_len": 31, "input_len": 8, "progress_file": str(path)})
+                                    "output_len": STEADY_LEN, "input_len": 8, "progress_file": str(path)})
     assert rc == 0, res
     doc = json.loads(path.read_text())
     assert doc["state"] == "done" and doc["message"] == res["msg"]
     assert doc["level"] == 2 and doc["levels"] == 2 and doc["levels_done"] == 2 and doc["concurrency"] == 3
     assert doc["phase"] == "measure" and doc["requests_done"] == 6 and doc["requests_target"] == 6
-    assert doc["output_tokens"] == 6 * 31 and doc["output_tok_s"] > 0
+    assert doc["output_tokens"] == 6 * STEADY_LEN and doc["output_tok_s"] > 0
     rc, res = adhoc(env, tmp_path, {"url": stalled_server, "concurrency_levels": [1], "requests_per_level": 2,
                                     "output_len": 31, "input_len": 8, "warmup_requests": 0, "stall_timeout": 2,
                                     "progress_file": str(path)})
