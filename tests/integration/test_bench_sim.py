@@ -72,12 +72,14 @@ def test_accuracy_against_the_profile(accuracy_sim, accuracy_profile, concurrenc
     output_len = 384
     pred = sim_models.predict(profile, cfg, concurrency, 64, output_len)
     running = pred["running"]
-    # Whole rounds of the batch the server runs at once, at least two; four when requests queue (c > running):
-    # the first round's requests reach the server over the client's start-up (a few decode steps on a
-    # loaded machine, each 1% of a round), later rounds start from the server's own queue, so more
-    # rounds dilute that start.
-    rounds = 4 if concurrency > running else 2
-    n_requests = running * max(rounds, int(math.ceil(concurrency / float(running))))
+    # Whole rounds of the batch the server runs at once, at least two; when requests queue (c > running)
+    # four, or twice the rounds the first c requests fill: those requests reach the server over the
+    # client's start-up (a few decode steps on a loaded machine, each 1% of a round, more the more
+    # requests it sends at once), later rounds start from the server's own queue, so more rounds
+    # dilute that start. (c=64 with four rounds measured -2.6% twice beside lint and sanity in CI.)
+    queued_rounds = int(math.ceil(concurrency / float(running)))
+    rounds = max(4, 2 * queued_rounds) if concurrency > running else 2
+    n_requests = running * max(rounds, queued_rounds)
     result, problem = run(params(accuracy_sim.url, requests_per_level=n_requests, output_len=output_len), [concurrency])
     assert problem is None
     level = result["levels"][0]
