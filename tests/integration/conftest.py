@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from bench_runs import ACCEPT, STEP_S, bench_client_overhead
 from harness import ACCURACY_PROFILE, ROOT
 
 
@@ -46,3 +47,29 @@ def accuracy_profile(tmp_path_factory):
     path = tmp_path_factory.mktemp("profile") / "bench-accuracy.yaml"
     path.write_text(ACCURACY_PROFILE)
     return str(path)
+
+
+# The scripted SGLang-shaped server of benchmarks/bench_client_overhead.py (bench_runs.py).
+@pytest.fixture(scope="module")
+def server():
+    proc, port, _stats = bench_client_overhead.start_scripted_server(step_s=STEP_S, accept=ACCEPT, prefill_s=0.002)
+    yield "http://127.0.0.1:%d" % port
+    proc.terminate()
+    proc.join(5)
+
+
+@pytest.fixture()
+def stalled_server():
+    proc, port, _stats = bench_client_overhead.start_scripted_server(step_s=STEP_S, accept=ACCEPT, stall_after_tokens=4)
+    yield "http://127.0.0.1:%d" % port
+    proc.terminate()
+    proc.join(5)
+
+
+@pytest.fixture()
+def slow_server():
+    """Requests of 90 tokens take about 0.6 s (30 steps of 20 ms): a benchmark of minutes in miniature."""
+    proc, port, _stats = bench_client_overhead.start_scripted_server(step_s=0.02, accept=ACCEPT, prefill_s=0.002)
+    yield "http://127.0.0.1:%d" % port
+    proc.terminate()
+    proc.join(5)
