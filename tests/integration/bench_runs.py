@@ -11,15 +11,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
-import os
 import subprocess
-import sys
 
-from harness import ROOT, tool
-
-sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-
-import bench_client_overhead  # noqa: E402,F401  (benchmarks/: the scripted server, for conftest.py)
+from harness import tool
 
 STEP_S = 0.004
 ACCEPT = 3

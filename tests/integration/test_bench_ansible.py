@@ -5,7 +5,7 @@
 
 The server is the scripted SGLang-shaped server of benchmarks/bench_client_overhead.py (exact
 token schedule, fault knobs), started on a free port (fixtures in conftest.py). The progress
-lines and file of a running benchmark: test_bench_progress.py.
+lines and file of a running benchmark: test_bench_ansible_progress.py.
 """
 
 from __future__ import absolute_import, division, print_function
