@@ -53,27 +53,26 @@ def accuracy_profile(tmp_path_factory):
     return str(path)
 
 
-# The scripted SGLang-shaped server of benchmarks/bench_client_overhead.py (bench_runs.py).
-@pytest.fixture(scope="module")
-def server():
-    proc, port, _stats = bench_client_overhead.start_scripted_server(step_s=STEP_S, accept=ACCEPT, prefill_s=0.002)
+def _scripted_server(**knobs):
+    """The scripted SGLang-shaped server of benchmarks/bench_client_overhead.py with ``knobs``, as
+    its URL while the fixture lasts (bench_runs.py holds its settings)."""
+    proc, port, _stats = bench_client_overhead.start_scripted_server(accept=ACCEPT, **knobs)
     yield "http://127.0.0.1:%d" % port
     proc.terminate()
     proc.join(5)
+
+
+@pytest.fixture(scope="module")
+def server():
+    yield from _scripted_server(step_s=STEP_S, prefill_s=0.002)
 
 
 @pytest.fixture()
 def stalled_server():
-    proc, port, _stats = bench_client_overhead.start_scripted_server(step_s=STEP_S, accept=ACCEPT, stall_after_tokens=4)
-    yield "http://127.0.0.1:%d" % port
-    proc.terminate()
-    proc.join(5)
+    yield from _scripted_server(step_s=STEP_S, stall_after_tokens=4)
 
 
 @pytest.fixture()
 def slow_server():
     """Requests of 90 tokens take about 0.6 s (30 steps of 20 ms): a benchmark of minutes in miniature."""
-    proc, port, _stats = bench_client_overhead.start_scripted_server(step_s=0.02, accept=ACCEPT, prefill_s=0.002)
-    yield "http://127.0.0.1:%d" % port
-    proc.terminate()
-    proc.join(5)
+    yield from _scripted_server(step_s=0.02, prefill_s=0.002)
