@@ -14,6 +14,16 @@ import os
 import tempfile
 
 
+def make_dirs(directory):
+    """``os.makedirs`` that accepts a directory another process created at the same moment (the hosts of
+    a shared sweep store write to the controller at once)."""
+    try:
+        os.makedirs(directory)
+    except OSError:
+        if not os.path.isdir(directory):
+            raise
+
+
 def write_atomic(path, data, mode=None, replace=os.replace):
     """Write ``data`` (str or bytes) to ``path`` atomically.
 
@@ -23,8 +33,7 @@ def write_atomic(path, data, mode=None, replace=os.replace):
     permission bits first (else the temp file's 0600). The temp file is removed if anything fails.
     """
     directory = os.path.dirname(path) or '.'
-    if not os.path.isdir(directory):
-        os.makedirs(directory)
+    make_dirs(directory)
     fd, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), suffix='.tmp', dir=directory)
     try:
         with os.fdopen(fd, 'wb' if isinstance(data, bytes) else 'w') as fh:

@@ -9,6 +9,7 @@ measured, so that an interrupted sweep resumes where it stopped::
     <results_dir>/<host>/measurements/steps-<N>/repeat-<R>.json   (a benchmark run)
     <results_dir>/<host>/measurements/steps-<N>/failure.json      (a start failure)
     <results_dir>/<host>/measurements/schedule/repeat-<R>.json    (the derived adaptive schedule)
+    <results_dir>/<host>/claims/steps-<N>.json                    (who measures it now, sweep_split)
 
 Step count 0 is the baseline (speculative decoding off). The schedule's files carry its adaptive
 config and start step count in the fingerprint (``schedule_fingerprint``): a schedule derived
@@ -31,12 +32,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import datetime
+import fcntl
 import json
 import os
 import re
 import shutil
 
-from ansible_collections.llmops.sglang.plugins.module_utils.atomic_file import write_atomic
+from ansible_collections.llmops.sglang.plugins.module_utils.atomic_file import make_dirs, write_atomic
 from ansible_collections.llmops.sglang.plugins.module_utils.speculative import adaptive_config_plain
 
 SCHEMA = 1
@@ -244,3 +246,39 @@ def archive(results_dir, host):
         dest = '%s.archived-%s-%d' % (src, stamp, n)
     shutil.move(src, dest)
     return dest
+
+
+def claims_dir(results_dir, host):
+    return os.path.join(host_dir(results_dir, host), 'claims')
+
+
+def claim(results_dir, host, run, claimant, candidates, live):
+    """Claim the first of ``candidates`` (step counts, in the order to measure them) that no other
+    host of this sweep measures now, for ``claimant``; returns ``(steps or None, held)``, ``held``
+    mapping the candidates other hosts hold to their names.
+
+    The hosts of a shared store (sweep_split) each take the next step count as soon as they are free
+    rather than in rounds. A claim holds while it belongs to this run (``run``, the same for every host
+    of the sweep) and to a host in ``live`` (still in the play): a host that failed or became
+    unreachable leaves its step count to the others, and claims of an interrupted run count for
+    nothing. The claims are read and written under one lock on the controller, so that two hosts never
+    take the same step count.
+    """
+    directory = claims_dir(results_dir, host)
+    make_dirs(directory)
+    held = {}
+    with open(os.path.join(directory, '.lock'), 'a') as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            for steps in candidates:
+                path = os.path.join(directory, 'steps-%d.json' % int(steps))
+                doc = _read(path) or {}
+                holder = doc.get('claimant')
+                if doc.get('run') == run and holder in live and holder != claimant:
+                    held[int(steps)] = holder
+                    continue
+                write_json_atomic(path, {'run': run, 'claimant': claimant, 'at': utcnow()})
+                return int(steps), held
+            return None, held
+        finally:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)

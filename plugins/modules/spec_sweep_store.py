@@ -18,6 +18,8 @@ description:
     (see M(llmops.sglang.spec_sweep_decide)).
   - With O(state=archived), moves a host's earlier results aside (to C(<host>.archived-<UTC time>))
     so that the sweep starts fresh; nothing is deleted.
+  - With O(state=claimed), claims the next step count for one host of a shared store (the sweep's
+    C(sweep_split)): the hosts take step counts as soon as they are free, and never the same one.
   - Runs on the controller (delegate it to V(localhost)). There its action plugin runs it inside the task's
     worker, without starting a module process (about 0.4 s a call less; the sweep stores every configuration).
 author:
@@ -42,8 +44,12 @@ options:
       - V(probed) creates the host's C(measurements) directory and writes and removes a probe file in it,
         so that a results directory that cannot take a file fails before anything is deployed (the sweep's
         preflight). Nothing that stays is written, so it reports no change.
+      - V(claimed) claims the first of O(candidates) that no other host of O(live) holds in this O(run), for
+        O(claimant), under a lock on the controller. A claim of a host that is not in O(live) (it failed or
+        became unreachable) or of another run (an interrupted sweep) holds nothing. Returns C(steps), null
+        when every candidate is held.
     type: str
-    choices: [measured, failed, archived, probed]
+    choices: [measured, failed, archived, probed, claimed]
     default: measured
   steps:
     description:
@@ -58,6 +64,20 @@ options:
       - Stored under C(measurements/schedule/) with the config in its fingerprint, so that a schedule
         derived differently is measured again.
     type: dict
+  candidates:
+    description: With O(state=claimed), the step counts still to measure, in the order to measure them.
+    type: list
+    elements: int
+  claimant:
+    description: With O(state=claimed), the host that claims (its inventory name).
+    type: str
+  live:
+    description: With O(state=claimed), the hosts whose claims hold (those still in the play).
+    type: list
+    elements: str
+  run:
+    description: With O(state=claimed), what names this run of the sweep, the same for all its hosts.
+    type: str
   fingerprint:
     description: What identifies the measurements of this sweep. Required with O(state=measured) and O(state=failed).
     type: dict
@@ -97,6 +117,18 @@ EXAMPLES = r'''
     failure: "{{ sglang_service_failure }}"
   delegate_to: localhost
 
+- name: Take the next step count nobody measures (hosts sharing one store)
+  llmops.sglang.spec_sweep_store:
+    results_dir: /srv/sweeps
+    host: split-group
+    state: claimed
+    candidates: [3, 4, 5]
+    claimant: "{{ inventory_hostname }}"
+    live: "{{ ansible_play_hosts }}"
+    run: "2026-12-06T01:00:00Z"
+  delegate_to: localhost
+  register: claim
+
 - name: Start over (earlier results are moved aside)
   llmops.sglang.spec_sweep_store:
     results_dir: /srv/sweeps
@@ -110,9 +142,20 @@ path:
   description:
     - The file written, or the directory the old results were moved to (null if there were none).
     - With O(state=probed), the host's C(measurements) directory.
+    - With O(state=claimed), the directory of the claims (null when nothing was claimed).
   returned: always
   type: str
   sample: /srv/sweeps/gpu1/measurements/steps-4/repeat-1.json
+steps:
+  description: With O(state=claimed), the step count claimed, null when every candidate is held.
+  returned: when O(state=claimed)
+  type: int
+  sample: 4
+held:
+  description: With O(state=claimed), the candidates passed over, each with the host that holds it.
+  returned: when O(state=claimed)
+  type: dict
+  sample: {"3": gpu2}
 '''
 
 import os
@@ -123,8 +166,12 @@ from ansible_collections.llmops.sglang.plugins.module_utils.module_runner import
 # Shared with the action plugin, which runs run() in-process on the controller (module_runner).
 ARGUMENT_SPEC = dict(
     sweep_store.RESULTS_ARGUMENT_SPEC,
-    state=dict(type='str', default='measured', choices=['measured', 'failed', 'archived', 'probed']),
+    state=dict(type='str', default='measured', choices=['measured', 'failed', 'archived', 'probed', 'claimed']),
     steps=dict(type='int'),
+    candidates=dict(type='list', elements='int'),
+    claimant=dict(type='str'),
+    live=dict(type='list', elements='str'),
+    run=dict(type='str'),
     schedule=dict(type='dict'),
     fingerprint=dict(type='dict'),
     result=dict(type='dict'),
@@ -134,6 +181,7 @@ MODULE_KWARGS = dict(
     required_if=[
         ('state', 'measured', ('fingerprint', 'result')),
         ('state', 'failed', ('fingerprint', 'failure')),
+        ('state', 'claimed', ('candidates', 'claimant', 'live', 'run')),
     ],
     mutually_exclusive=[('steps', 'schedule')],
 )
@@ -157,6 +205,16 @@ def run(p, check_mode):
             return dict(changed=False, path=sweep_store.probe(p['results_dir'], p['host']))
         except (IOError, OSError) as exc:
             raise ModuleFailed('cannot write the sweep results under %s: %s' % (path, exc), path=path)
+    if p['state'] == 'claimed':
+        # Check mode claims nothing: it says what it would take, the first candidate.
+        if check_mode:
+            return dict(changed=bool(p['candidates']), path=None, steps=(p['candidates'] or [None])[0], held={})
+        try:
+            steps, held = sweep_store.claim(p['results_dir'], p['host'], p['run'], p['claimant'], p['candidates'], p['live'])
+        except (IOError, OSError) as exc:
+            raise ModuleFailed('cannot claim a step count under %s: %s' % (sweep_store.claims_dir(p['results_dir'], p['host']), exc))
+        return dict(changed=steps is not None, path=None if steps is None else sweep_store.claims_dir(p['results_dir'], p['host']),
+                    steps=steps, held=held)
     schedule = p['schedule']
     if p['steps'] is None and schedule is None:
         raise ModuleFailed('state=%s needs steps (a step count) or schedule (the derived schedule: config, start_steps)' % p['state'])

@@ -130,3 +130,35 @@ def test_the_schedule_is_stored_with_its_config_in_the_fingerprint(tmp_path):
     assert st.load_schedule(results, 'gpu1', fp, other)['status'] == 'failed'
     # The baseline is steps-0.
     assert st.record_measurement(results, 'gpu1', 0, fp, result(60.0)).endswith(os.path.join('steps-0', 'repeat-1.json'))
+
+
+def test_claims_hand_each_step_count_to_one_host(tmp_path):
+    live = ['a', 'b']
+    assert st.claim(str(tmp_path), 'split-x', 'run1', 'a', [1, 2, 3], live) == (1, {})
+    assert st.claim(str(tmp_path), 'split-x', 'run1', 'b', [1, 2, 3], live) == (2, {1: 'a'})
+    # a host asking again (its step count 1 not recorded yet) does not take b's
+    assert st.claim(str(tmp_path), 'split-x', 'run1', 'a', [2, 3], live) == (3, {2: 'b'})
+    assert st.claim(str(tmp_path), 'split-x', 'run1', 'a', [2], live) == (None, {2: 'b'})
+    # claims live outside measurements/: the decision never sees them
+    assert [c['status'] for c in st.load_configs(str(tmp_path), 'split-x', [1, 2, 3], FP)] == ['missing'] * 3
+
+
+def test_a_lost_host_or_an_earlier_run_holds_no_claim(tmp_path):
+    assert st.claim(str(tmp_path), 'split-x', 'run1', 'b', [4], ['a', 'b'])[0] == 4
+    # b failed or became unreachable: no longer in the play
+    assert st.claim(str(tmp_path), 'split-x', 'run1', 'a', [4], ['a']) == (4, {})
+    # an interrupted run's claim of a host that is back counts for nothing in the next run
+    assert st.claim(str(tmp_path), 'split-x', 'run2', 'b', [4], ['a', 'b']) == (4, {})
+
+
+def _claim_in_a_process(args):
+    results_dir, claimant = args
+    return st.claim(results_dir, 'split-x', 'run1', claimant, list(range(1, 9)), ['h%d' % i for i in range(8)])[0]
+
+
+def test_hosts_claiming_at_once_never_get_the_same_step_count(tmp_path):
+    # Each claim runs in a task worker of its own on the controller: processes, as here.
+    import multiprocessing
+    with multiprocessing.get_context('fork').Pool(8) as pool:
+        got = pool.map(_claim_in_a_process, [(str(tmp_path), 'h%d' % i) for i in range(8)])
+    assert sorted(got) == list(range(1, 9))
