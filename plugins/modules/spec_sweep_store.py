@@ -19,7 +19,7 @@ description:
   - With O(state=archived), moves a host's earlier results aside (to C(<host>.archived-<UTC time>))
     so that the sweep starts fresh; nothing is deleted.
   - With O(state=claimed), claims the next step count for one host of a shared store (the sweep's
-    C(sweep_split)): the hosts take step counts as soon as they are free, and never the same one.
+    C(sweep_split)), so that the hosts take step counts as soon as they are free and never the same one.
   - Runs on the controller (delegate it to V(localhost)). There its action plugin runs it inside the task's
     worker, without starting a module process (about 0.4 s a call less; the sweep stores every configuration).
 author:
