@@ -117,8 +117,8 @@ def main():
                    "ratio_measuring": round(shared["measuring_s"] / one["measuring_s"], 3)}
         print("model load %.0f s, steps %s:" % (args.load_time_s, STEPS))
         print("  one host: %.1f s wall, measuring %.1f s" % (one["wall_s"], one["measuring_s"]))
-        print("  shared:   %.1f s wall, measuring %.1f s, measured by %s" % (shared["wall_s"], shared["measuring_s"],
-                                                                          shared["measured_by"]))
+        print("  shared:   %.1f s wall, measuring %.1f s, measured by %s"
+              % (shared["wall_s"], shared["measuring_s"], shared["measured_by"]))
         print("  ratio: wall %.2f, measuring %.2f" % (figures["ratio_wall"], figures["ratio_measuring"]))
         if args.json:
             with open(args.json, "w") as fh:
