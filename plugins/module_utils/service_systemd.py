@@ -152,18 +152,18 @@ class NvidiaSmiError(Exception):
     """nvidia-smi failed or did not answer in time."""
 
 
-def run_bounded(argv, timeout):
-    """Run ``argv`` for at most ``timeout`` seconds; return its stdout.
+def run_with_timeout(argv, timeout):
+    """Run ``argv`` for at most ``timeout`` seconds; return (rc, stdout, stderr), as coreutils'
+    timeout would say it: rc 127 when it cannot be executed, 124 when it ran too long.
 
     nvidia-smi can hang on a wedged driver; the call runs in its own session so that, on
     timeout, the whole process group (children included) is killed, not only the first process.
-    Raises NvidiaSmiError on timeout, non-zero exit or a missing binary.
     """
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,  # pylint: disable=consider-using-with
                                 universal_newlines=True, start_new_session=True)
     except OSError as exc:
-        raise NvidiaSmiError('%s: %s' % (argv[0], exc))
+        return 127, '', '%s: %s' % (argv[0], exc.strerror or exc)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -172,9 +172,18 @@ def run_bounded(argv, timeout):
         except OSError:
             pass
         proc.communicate()
-        raise NvidiaSmiError('%s did not answer within %.0f s' % (' '.join(argv[:2]), timeout))
-    if proc.returncode != 0:
-        raise NvidiaSmiError('%s exited with %d: %s' % (' '.join(argv[:2]), proc.returncode, (err or out).strip()[:300]))
+        return 124, '', '%s did not answer within %.0f s' % (' '.join(argv[:2]), timeout)
+    return proc.returncode, out, err
+
+
+def run_bounded(argv, timeout):
+    """Run ``argv`` for at most ``timeout`` seconds (run_with_timeout); return its stdout.
+    Raises NvidiaSmiError on timeout, non-zero exit or a missing binary."""
+    rc, out, err = run_with_timeout(argv, timeout)
+    if rc in (124, 127) and not out:
+        raise NvidiaSmiError(err)
+    if rc != 0:
+        raise NvidiaSmiError('%s exited with %d: %s' % (' '.join(argv[:2]), rc, (err or out).strip()[:300]))
     return out
 
 

@@ -1,0 +1,121 @@
+"""sglang_service_host_info: everything a deployment reads of its host in one call, with real files and
+stand-in executables (an interpreter, dpkg-query, nvidia-smi that answer, fail, are missing or hang)."""
+import os
+import sys
+import time
+
+import pytest
+
+from ansible_collections.llmops.sglang.plugins.modules.sglang_service_host_info import read_host, run
+
+
+def params(**kw):
+    out = dict(interpreter=None, packages=[], simulator_python=None, simulator_digest_file=None, guard_record=None,
+               model_config=None, nvidia_smi=False, command_timeout=20)
+    out.update(kw)
+    return out
+
+
+def executable(path, body):
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return str(path)
+
+
+@pytest.fixture
+def path_with(tmp_path, monkeypatch):
+    """A PATH whose first directory holds the stand-ins a test writes."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    monkeypatch.setenv("PATH", "%s:%s" % (bin_dir, os.environ["PATH"]))
+    return bin_dir
+
+
+def test_nothing_asked_reads_nothing():
+    assert read_host(params()) == dict(interpreter=None, packages=None, simulator=None, guard_record=None,
+                                       model_config=None, nvidia_smi=None)
+
+
+def test_reads_the_interpreters_version():
+    got = read_host(params(interpreter=sys.executable))["interpreter"]
+    assert got == dict(rc=0, version="%d.%d.%d" % sys.version_info[:3], stderr="")
+
+
+def test_an_interpreter_that_does_not_exist_is_rc_127_with_the_reason(tmp_path):
+    got = read_host(params(interpreter=str(tmp_path / "python3.99")))["interpreter"]
+    assert got["rc"] == 127 and got["version"] == ""
+    assert "python3.99" in got["stderr"] and "No such file" in got["stderr"]
+
+
+def test_an_interpreter_that_fails_gives_its_rc_and_stderr(tmp_path):
+    python = executable(tmp_path / "python", "echo 'cannot start' >&2; exit 3\n")
+    assert read_host(params(interpreter=python))["interpreter"] == dict(rc=3, version="", stderr="cannot start")
+
+
+def test_files_are_read_and_a_missing_one_is_null(tmp_path):
+    (tmp_path / "config.json").write_text('{"num_attention_heads": 32}')
+    got = read_host(params(model_config=str(tmp_path / "config.json"), guard_record=str(tmp_path / "guard.json")))
+    assert got["model_config"] == {"content": '{"num_attention_heads": 32}'}
+    assert got["guard_record"] is None
+    got = read_host(params(model_config=str(tmp_path / "none" / "config.json")))
+    assert got["model_config"] == {"content": None}
+
+
+def test_a_file_that_exists_but_cannot_be_read_is_an_error(tmp_path):
+    # A directory where the file should be: unreadable as a file, whoever runs the test (root included).
+    (tmp_path / "config.json").mkdir()
+    with pytest.raises(OSError):
+        read_host(params(model_config=str(tmp_path / "config.json")))
+
+
+def test_packages_as_dpkg_reports_them(path_with):
+    # dpkg-query prints the known packages and exits 1 when it knows one not at all.
+    executable(path_with / "dpkg-query",
+               "echo 'python3-packaging installed'\necho 'python3-venv not-installed'\n"
+               "echo 'dpkg-query: no packages found matching python3-foo' >&2\nexit 1\n")
+    got = read_host(params(packages=["python3-venv", "python3-packaging", "python3-foo"]))["packages"]
+    assert got == dict(rc=1, installed=["python3-packaging"], missing=["python3-venv", "python3-foo"])
+
+
+def test_without_dpkg_every_package_is_missing_and_rc_says_why(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    got = read_host(params(packages=["python3-venv"]))["packages"]
+    assert got == dict(rc=127, installed=[], missing=["python3-venv"])
+
+
+def test_the_simulator_in_the_venv_and_its_digest(tmp_path):
+    works = executable(tmp_path / "python-ok", "exit 0\n")
+    broken = executable(tmp_path / "python-broken", "echo 'No module named sglang_sim' >&2; exit 1\n")
+    (tmp_path / "sglang-sim.sha256").write_text("abc123\n")
+    digest = str(tmp_path / "sglang-sim.sha256")
+    assert read_host(params(simulator_python=works, simulator_digest_file=digest))["simulator"] == dict(
+        importable=True, digest="abc123")
+    assert read_host(params(simulator_python=broken, simulator_digest_file=str(tmp_path / "none")))["simulator"] == dict(
+        importable=False, digest=None)
+    # a venv that does not exist yet
+    assert read_host(params(simulator_python=str(tmp_path / "venv" / "bin" / "python")))["simulator"] == dict(
+        importable=False, digest=None)
+
+
+def test_nvidia_smi_listed_failing_and_missing(path_with, tmp_path, monkeypatch):
+    smi = path_with / "nvidia-smi"
+    executable(smi, "echo 'GPU 0: NVIDIA RTX PRO 6000 (UUID: GPU-a)'\necho 'GPU 1: NVIDIA RTX PRO 6000 (UUID: GPU-b)'\n")
+    got = read_host(params(nvidia_smi=True))["nvidia_smi"]
+    assert got["rc"] == 0 and len(got["stdout_lines"]) == 2 and got["stdout_lines"][1].startswith("GPU 1:")
+    executable(smi, "echo 'NVIDIA-SMI has failed because it could not communicate with the driver' >&2; exit 9\n")
+    assert read_host(params(nvidia_smi=True))["nvidia_smi"] == dict(
+        rc=9, stdout_lines=[], stderr="NVIDIA-SMI has failed because it could not communicate with the driver")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert read_host(params(nvidia_smi=True))["nvidia_smi"]["rc"] == 127
+
+
+def test_a_command_that_hangs_is_killed_with_its_children_and_is_rc_124(tmp_path):
+    # The child sleeps on after its parent would have been killed alone: the whole group goes.
+    marker = tmp_path / "still-running"
+    script = executable(tmp_path / "hang", "(sleep 1.5; touch %s) &\nsleep 30\n" % marker)
+    started = time.monotonic()
+    got = run([script], timeout=1)
+    assert got["rc"] == 124 and "did not answer within 1 s" in got["stderr"]
+    assert time.monotonic() - started < 5
+    time.sleep(1.5)
+    assert not marker.exists()
