@@ -95,18 +95,27 @@ table:
 import os
 import tempfile
 
-from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.llmops.sglang.plugins.module_utils import sweep_report
-from ansible_collections.llmops.sglang.plugins.module_utils.atomic_file import write_atomic
+from ansible_collections.llmops.sglang.plugins.module_utils.atomic_file import make_dirs, write_atomic
+from ansible_collections.llmops.sglang.plugins.module_utils.module_runner import ModuleFailed, run_as_module
+
+# Also run in-process by its action plugin (plugins/action/spec_sweep_report.py; module_utils/module_runner.py).
+ARGUMENT_SPEC = dict(
+    dest=dict(type='path', required=True),
+    host=dict(type='str', required=True),
+    evaluation=dict(type='dict', required=True),
+    meta=dict(type='dict', default={}),
+)
+MODULE_KWARGS = {}
 
 
-def _write(module, path, text):
-    """Write text atomically if it differs; returns whether it did."""
+def _write(path, text, check_mode):
+    """Write text atomically if it differs; returns whether it did (would, in check mode)."""
     if os.path.exists(path):
         with open(path) as fh:
             if fh.read() == text:
                 return False
-    if not module.check_mode:
+    if not check_mode:
         write_atomic(path, text, mode=0o644)
     return True
 
@@ -119,30 +128,21 @@ def _read_bytes(path):
         return fh.read()
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            dest=dict(type='path', required=True),
-            host=dict(type='str', required=True),
-            evaluation=dict(type='dict', required=True),
-            meta=dict(type='dict', default={}),
-        ),
-        supports_check_mode=True,
-    )
-    p = module.params
+def run(p, check_mode):
     evaluation = p['evaluation']
     for key in ('decision', 'table', 'configs', 'plan'):
         if key not in evaluation:
-            module.fail_json(msg='evaluation must be the registered result of llmops.sglang.spec_sweep_decide (missing %r)' % key)
+            raise ModuleFailed('evaluation must be the registered result of llmops.sglang.spec_sweep_decide (missing %r)' % key)
     dest = p['dest']
-    if not os.path.isdir(dest) and not module.check_mode:
-        os.makedirs(dest)
+    if not check_mode:
+        make_dirs(dest)
     meta = dict(p['meta'])
     paths = dict((k, os.path.join(dest, name)) for k, name in (
         ('markdown_path', 'report.md'), ('csv_path', 'measurements.csv'), ('json_path', 'measurements.json'), ('chart_path', 'chart.png')))
     changed = False
+    warnings = []
     chart_path = paths['chart_path']
-    if not module.check_mode:
+    if not check_mode:
         # matplotlib draws into a scratch file; the chart is then written like the other files.
         fd, tmp = tempfile.mkstemp(prefix='.chart.', suffix='.png', dir=dest)
         os.close(fd)
@@ -153,18 +153,25 @@ def main():
             os.unlink(tmp)
         if not drawn:
             chart_path = None
-            module.warn('matplotlib is not installed on the controller: the report has no chart')
+            warnings.append('matplotlib is not installed on the controller: the report has no chart')
         elif png != _read_bytes(chart_path):
             write_atomic(chart_path, png, mode=0o644)
             changed = True
     if chart_path:
         meta['chart'] = os.path.basename(chart_path)
     rows = sweep_report.measurement_rows(p['host'], evaluation['configs'])
-    changed |= _write(module, paths['markdown_path'], sweep_report.markdown(p['host'], evaluation, meta))
-    changed |= _write(module, paths['csv_path'], sweep_report.to_csv(rows))
-    changed |= _write(module, paths['json_path'], sweep_report.to_json(p['host'], evaluation, meta, rows))
+    changed |= _write(paths['markdown_path'], sweep_report.markdown(p['host'], evaluation, meta), check_mode)
+    changed |= _write(paths['csv_path'], sweep_report.to_csv(rows), check_mode)
+    changed |= _write(paths['json_path'], sweep_report.to_json(p['host'], evaluation, meta, rows), check_mode)
     paths['chart_path'] = chart_path
-    module.exit_json(changed=changed, table=sweep_report.markdown_table(evaluation['table'], evaluation['decision']['winner']), **paths)
+    result = dict(changed=changed, table=sweep_report.markdown_table(evaluation['table'], evaluation['decision']['winner']), **paths)
+    if warnings:
+        result['warnings'] = warnings
+    return result
+
+
+def main():
+    run_as_module(ARGUMENT_SPEC, run, **MODULE_KWARGS)
 
 
 if __name__ == '__main__':

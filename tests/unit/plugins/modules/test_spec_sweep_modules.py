@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 # tests/conftest.py links this checkout there as ansible_collections/llmops/sglang.
 BASE = os.environ['LLMOPS_PYTEST_COLLECTIONS_PATH']
@@ -181,14 +182,20 @@ def run_module_process(module, args):
     """The module as a module: its own Python process, arguments from a file (what AnsiballZ runs)."""
     path = os.path.join(BASE, 'ansible_collections', 'llmops', 'sglang', 'plugins', 'modules', module + '.py')
     env = dict(os.environ, PYTHONPATH=BASE)
-    proc = subprocess.run([sys.executable, path, json.dumps({'ANSIBLE_MODULE_ARGS': args})], env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False)
+    with tempfile.NamedTemporaryFile('w', suffix='.json', delete=False) as fh:
+        json.dump({'ANSIBLE_MODULE_ARGS': args}, fh)
+    try:
+        proc = subprocess.run([sys.executable, path, fh.name], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False)
+    finally:
+        os.unlink(fh.name)
+    assert proc.stdout.strip().startswith('{'), proc.stdout + proc.stderr
     return json.loads(proc.stdout)
 
 
 def test_the_controller_modules_run_in_process_with_the_module_result(tmp_path):
-    """spec_sweep_store and spec_sweep_decide on a local connection run in the task's worker (no module
-    process: Ansible logs no EXEC for them), with the same arguments checked and the same result."""
+    """spec_sweep_store, spec_sweep_decide and spec_sweep_report on a local connection run in the task's worker
+    (no module process: Ansible logs no EXEC for them), with the same arguments checked and the same result."""
     results = str(tmp_path / 'results')
     fp = {'workload': 'synthetic'}
     for steps, c1 in ((1, 123.0), (2, 186.0)):
@@ -202,6 +209,17 @@ def test_the_controller_modules_run_in_process_with_the_module_result(tmp_path):
     for key in ('plan', 'next_steps', 'complete', 'winner', 'decision', 'table', 'evidence', 'schedule'):
         assert in_process[key] == as_module[key], key
     assert in_process['next_steps'] == 3 and not in_process['changed']
+    # The report too (once a sweep): the same files and table as the module process writes.
+    report_args = {'dest': str(tmp_path / 'report-in-process'), 'host': 'gpu1', 'evaluation': in_process}
+    rep = run('spec_sweep_report', report_args, '-vvv')
+    assert rep['changed'] and 'EXEC' not in rep['_diff_text'], rep['_diff_text']
+    as_module = run_module_process('spec_sweep_report', dict(report_args, dest=str(tmp_path / 'report-module')))
+    assert rep['table'] == as_module['table'] and not as_module.get('failed')
+    for name in ('report.md', 'measurements.csv', 'measurements.json'):
+        with open(os.path.join(str(tmp_path / 'report-in-process'), name)) as a, open(os.path.join(str(tmp_path / 'report-module'), name)) as b:
+            assert a.read() == b.read(), name
+    bad = run('spec_sweep_report', dict(report_args, evaluation={'plan': []}))
+    assert bad['_status'] == 'FAILED!' and "missing 'decision'" in bad['msg'], bad
     # The module's own argument checks, in-process too: a missing option and a wrong choice are refused by name.
     bad = run('spec_sweep_decide', {'results_dir': results, 'host': 'gpu1', 'steps': [1], 'fingerprint': fp})
     assert bad['_status'] == 'FAILED!' and 'concurrency_levels' in bad['msg'], bad
@@ -229,3 +247,21 @@ def test_store_probe_creates_the_directory_and_leaves_no_file(tmp_path):
     finally:
         measurements.chmod(0o755)
     assert res['_status'] == 'FAILED!' and 'cannot write the sweep results under' in res['msg'], res
+
+
+def test_report_without_matplotlib_says_so_and_writes_the_rest(tmp_path, monkeypatch):
+    """The chart is optional: without matplotlib the report has no chart and a warning says why."""
+    from ansible_collections.llmops.sglang.plugins.module_utils import sweep_report
+    from ansible_collections.llmops.sglang.plugins.modules import spec_sweep_report
+    results = str(tmp_path / 'results')
+    fp = {'workload': 'synthetic'}
+    run('spec_sweep_store', {'results_dir': results, 'host': 'gpu1', 'steps': 1, 'fingerprint': fp,
+                             'result': {'levels': [level(1, 123.0, 123.0)]}})
+    evaluation = run('spec_sweep_decide', {'results_dir': results, 'host': 'gpu1', 'steps': [1], 'concurrency_levels': [1],
+                                           'fingerprint': fp})
+    monkeypatch.setattr(sweep_report, 'chart', lambda *args: False)
+    dest = str(tmp_path / 'report')
+    res = spec_sweep_report.run({'dest': dest, 'host': 'gpu1', 'evaluation': evaluation, 'meta': {}}, False)
+    assert res['chart_path'] is None and res['changed']
+    assert res['warnings'] == ['matplotlib is not installed on the controller: the report has no chart']
+    assert sorted(os.listdir(dest)) == ['measurements.csv', 'measurements.json', 'report.md']
