@@ -154,3 +154,15 @@ def test_predict_cli():
 
     rows = json.loads(out)
     assert rows[0]["steps"] == 2 and rows[0]["per_request_tok_s"] > 0
+
+
+def test_predict_cli_prints_a_configuration_that_cannot_start():
+    # Steps 10 does not fit the default profile's memory (the seed: "Not enough memory" at start):
+    # its row names the error at each level instead of failing the whole table.
+    proc = subprocess.run([sys.executable, "-m", "sglang_sim", "predict", "--steps", "3", "--steps", "10",
+                           "--concurrency", "1", "--concurrency", "16"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=30, check=False)
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines()[1:]]
+    assert [row[:2] for row in rows] == [["3", "1"], ["3", "16"], ["10", "1"], ["10", "16"]]
+    assert rows[2][-1] == rows[3][-1] == "not_enough_memory"
