@@ -10,6 +10,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import collections
 import json
 import os
 import signal
@@ -152,9 +153,15 @@ class NvidiaSmiError(Exception):
     """nvidia-smi failed or did not answer in time."""
 
 
+class BoundedRun(collections.namedtuple('BoundedRun', 'rc stdout stderr ran')):
+    """A bounded command's result: ``ran`` is False when it could not be executed (rc 127) or ran too
+    long and was killed (rc 124), as coreutils' timeout says it. The command's own exit code 124 or
+    127 is then told apart by ``ran``, not guessed from the rc."""
+    __slots__ = ()
+
+
 def run_with_timeout(argv, timeout):
-    """Run ``argv`` for at most ``timeout`` seconds; return (rc, stdout, stderr), as coreutils'
-    timeout would say it: rc 127 when it cannot be executed, 124 when it ran too long.
+    """Run ``argv`` for at most ``timeout`` seconds; return a BoundedRun.
 
     nvidia-smi can hang on a wedged driver; the call runs in its own session so that, on
     timeout, the whole process group (children included) is killed, not only the first process.
@@ -163,7 +170,7 @@ def run_with_timeout(argv, timeout):
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,  # pylint: disable=consider-using-with
                                 universal_newlines=True, start_new_session=True)
     except OSError as exc:
-        return 127, '', '%s: %s' % (argv[0], exc.strerror or exc)
+        return BoundedRun(127, '', '%s: %s' % (argv[0], exc.strerror or exc), False)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -172,19 +179,19 @@ def run_with_timeout(argv, timeout):
         except OSError:
             pass
         proc.communicate()
-        return 124, '', '%s did not answer within %.0f s' % (' '.join(argv[:2]), timeout)
-    return proc.returncode, out, err
+        return BoundedRun(124, '', '%s did not answer within %.0f s' % (' '.join(argv[:2]), timeout), False)
+    return BoundedRun(proc.returncode, out, err, True)
 
 
 def run_bounded(argv, timeout):
     """Run ``argv`` for at most ``timeout`` seconds (run_with_timeout); return its stdout.
     Raises NvidiaSmiError on timeout, non-zero exit or a missing binary."""
-    rc, out, err = run_with_timeout(argv, timeout)
-    if rc in (124, 127) and not out:
-        raise NvidiaSmiError(err)
-    if rc != 0:
-        raise NvidiaSmiError('%s exited with %d: %s' % (' '.join(argv[:2]), rc, (err or out).strip()[:300]))
-    return out
+    done = run_with_timeout(argv, timeout)
+    if not done.ran:
+        raise NvidiaSmiError(done.stderr)
+    if done.rc != 0:
+        raise NvidiaSmiError('%s exited with %d: %s' % (' '.join(argv[:2]), done.rc, (done.stderr or done.stdout).strip()[:300]))
+    return done.stdout
 
 
 def _csv_rows(text):

@@ -163,8 +163,8 @@ PYTHON_VERSION = "import sys; print('%d.%d.%d' % sys.version_info[:3])"
 def run(argv, timeout):
     """``argv``'s exit code, stdout and stderr (127: it cannot be executed; 124: it ran past ``timeout``
     seconds and its whole process group was killed)."""
-    rc, out, err = run_with_timeout(argv, timeout)
-    return dict(rc=rc, stdout=out, stderr=err)
+    done = run_with_timeout(argv, timeout)
+    return dict(rc=done.rc, stdout=done.stdout, stderr=done.stderr)
 
 
 def read_text(path):

@@ -109,6 +109,24 @@ def test_run_bounded_returns_output():
     assert run_bounded(["echo", "hi"], 5) == "hi\n"
 
 
+def test_an_nvidia_smi_that_itself_exits_127_is_reported_as_its_exit(tmp_path):
+    # Its own 127 (or 124) with nothing on stdout is an exit like any other, not "could not run":
+    # the message must name the exit code beside what it said.
+    smi = fake_nvidia_smi(tmp_path, "", "", extra="echo 'libnvidia-ml.so: not found' >&2; exit 127")
+    with pytest.raises(NvidiaSmiError, match="exited with 127: libnvidia-ml.so: not found"):
+        run_bounded([smi, "--query-gpu=index"], 5)
+
+
+def test_run_bounded_says_why_a_command_did_not_run(tmp_path):
+    with pytest.raises(NvidiaSmiError, match="No such file or directory"):
+        run_bounded([str(tmp_path / "nvidia-smi")], 5)
+    hung = tmp_path / "hung"
+    hung.write_text("#!/bin/sh\nsleep 30\n")
+    hung.chmod(0o755)
+    with pytest.raises(NvidiaSmiError, match="did not answer within 1 s"):
+        run_bounded([str(hung)], 1)
+
+
 def test_without_nvidia_smi_only_processes_count():
     released, dummy, busy, dummy2 = wait_until_released(set(), gpu_checker(None, [], 1024, set(), 5), timeout=1)
     assert released and busy == []
