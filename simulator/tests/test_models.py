@@ -122,3 +122,11 @@ def test_other_profile_other_machine(tmp_path):
     p = models.memory_plan(prof, cfg)
     assert p["error"] is None and p["mamba_slots"] is None
     assert p["max_running_requests"] == 48  # the speculative reset, nothing smaller binds
+
+
+def test_predict_names_its_concurrency_when_the_configuration_cannot_start():
+    # A prediction has the same keys to look up whether or not the configuration starts (predict's
+    # table prints one row per concurrency either way).
+    prof = load_profile("default")
+    pred = models.predict(prof, models.SimConfig.for_steps(prof, 10), 16)
+    assert pred["error"] == "not_enough_memory" and pred["concurrency"] == 16

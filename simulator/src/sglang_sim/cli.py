@@ -47,7 +47,6 @@ def predict_main(argv):
         for conc in opts.concurrency or [1, 16, 32]:
             pred = models.predict(profile, cfg, conc, opts.input_len, opts.output_len, greedy=not opts.sampled)
             pred.pop("memory", None)
-            pred.setdefault("concurrency", conc)  # a configuration that cannot start has no prediction
             pred["steps"] = cfg.steps if cfg.adaptive is None else (pred.get("adaptive") or {}).get("steps")
             pred["config"] = label
             rows.append(pred)

@@ -362,7 +362,7 @@ def predict(profile, cfg, concurrency, input_len=128, output_len=512, greedy=Tru
     """
     plan = memory_plan(profile, cfg)
     if plan["error"]:
-        return {"error": plan["error"], "memory": plan}
+        return {"error": plan["error"], "concurrency": concurrency, "memory": plan}
     running = max(1, min(concurrency, plan["max_running_requests"]))
     adaptive_info = None
     if cfg.adaptive is not None and cfg.spec:
