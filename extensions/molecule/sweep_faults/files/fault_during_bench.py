@@ -3,8 +3,10 @@
     python3 fault_during_bench.py LOG N ACTION DELAY -- ansible-playbook ...
 
 ACTION is ``poweroff:<testhost name>`` (an orderly poweroff of the test host: its services stop,
-then SSH goes away) or ``sigkill`` (SIGKILL of ansible-playbook, as an operator's kill -9 or an
-OOM killer would; the benchmark already running on the host is left behind).
+then SSH goes away), ``sigkill`` (SIGKILL of ansible-playbook, as an operator's kill -9 or an
+OOM killer would; the benchmark already running on the host is left behind) or
+``run:<testhost name>:<shell command>`` (the command on the host, for example a restart of the
+server from outside the sweep; the sweep goes on).
 Prints the playbook's exit code (``killed`` for sigkill) and exits 0 once it struck; exits 1
 when the sweep ended before the Nth benchmark started (then the test would prove nothing).
 """
@@ -38,8 +40,11 @@ def main():
             proc.wait()
             print('killed')
             return 0
-        host = action.split(':', 1)[1]
-        subprocess.run([TESTHOST, 'destroy', host], check=True, stdout=subprocess.DEVNULL)
+        kind, host = action.split(':', 2)[:2]
+        if kind == 'run':
+            subprocess.run([TESTHOST, 'ssh', host, action.split(':', 2)[2]], check=True, stdout=subprocess.DEVNULL)
+        else:
+            subprocess.run([TESTHOST, 'destroy', host], check=True, stdout=subprocess.DEVNULL)
         proc.wait(timeout=300)
     print(proc.returncode)
     return 0
