@@ -1,0 +1,119 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, llmops.sglang contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Whose failure a failed benchmark is: each case of the sweep's classification (module_utils/sweep_classify.py).
+
+The unit probe lines are what systemd 252 (Debian 12) showed on a test host for each event (InvocationID,
+NRestarts, ActiveState, Result, then systemctl is-system-running): a SIGKILL of the unit's processes with
+Restart=on-failure shows "activating" (auto-restart) with result "signal", then a new invocation with
+NRestarts 1 and result "success"; a `systemctl restart` a new invocation with NRestarts reset to 0 and
+result "success"; a `systemctl stop` or a SIGTERM of the main process "inactive" with result "success".
+Molecule scenario sweep_faults checks the restart and the crash end to end under a real systemd.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pytest
+
+from ansible_collections.llmops.sglang.plugins.filter.spec_sweep_bench_failure import FilterModule
+from ansible_collections.llmops.sglang.plugins.module_utils.sweep_classify import classify_bench_failure
+
+BEFORE = ['45c83e0f', '0', 'active', 'success']
+LOST = {'msg': 'some requests failed: concurrency 1: 2 of 2 requests failed (connection closed)', 'fault': 'connection'}
+REFUSED = {'msg': 'cannot connect to http://127.0.0.1:30000', 'fault': 'unreachable'}
+ERRORS = {'msg': 'concurrency 4: 3 of 8 requests failed (HTTP 500)', 'fault': 'server_error'}
+
+
+def after(invocation='45c83e0f', restarts='0', state='active', result='success', system='running'):
+    return [invocation, restarts, state, result, system]
+
+
+def classify(failed, after_lines, **kwargs):
+    return classify_bench_failure(failed, BEFORE, after_lines, label='steps 4', host='gpu1', **kwargs)
+
+
+@pytest.mark.parametrize('failed, after_lines', [
+    # SIGKILLed (SGLang's failed scheduler kills its own tree): systemd waits RestartSec to restart it...
+    (LOST, after('', '0', 'activating', 'signal')),
+    # ...and then runs it again, counted in NRestarts.
+    (LOST, after('3c613e5e', '1', 'active', 'success')),
+    (REFUSED, after('3c613e5e', '1', 'active', 'success')),
+    # Restart=no: it stays down with its failure result.
+    (LOST, after('', '0', 'failed', 'exit-code')),
+    (LOST, after('', '0', 'failed', 'core-dump')),
+    # The kernel's OOM killer ended it.
+    (LOST, after('', '0', 'failed', 'oom-kill')),
+    # It crashed and its errors reached the client first.
+    (ERRORS, after('3c613e5e', '1', 'active', 'success')),
+], ids=['auto-restart-pending', 'auto-restarted', 'auto-restarted-refused', 'exit-code', 'core-dump', 'oom-kill',
+        'crash-with-errors'])
+def test_a_crash_under_load_is_the_configurations_verdict(failed, after_lines):
+    found = classify(failed, after_lines)
+    assert found['diagnosis'] == 'crashed_under_load', found
+    assert found['fault'] is None
+    assert found['crashed'] and found['replaced']
+
+
+def test_errors_of_a_server_that_still_runs_are_its_verdict():
+    found = classify(ERRORS, after())
+    assert found == {'fault': None, 'diagnosis': 'server_error', 'replaced': False, 'crashed': False}
+
+
+@pytest.mark.parametrize('after_lines, how', [
+    # systemctl restart: a new invocation, NRestarts reset (here from 0; from 2 below), result success.
+    (after('be2553b3', '0', 'active', 'success'), 'restarted'),
+    # An earlier crash counted 2 restarts at deployment time; the manual restart resets the count.
+    (None, 'restarted'),
+    # systemctl stop, or a SIGTERM to the main process (a clean exit, no Restart=on-failure).
+    (after('', '0', 'inactive', 'success'), 'stopped'),
+    # A stop that outlasted TimeoutStopSec (SGLang drains on SIGTERM while the benchmark sends).
+    (after('', '0', 'failed', 'timeout'), 'stopped'),
+], ids=['restart', 'restart-resets-count', 'stop', 'stop-timed-out'])
+def test_a_stop_or_restart_from_outside_is_infrastructure(after_lines, how):
+    before = BEFORE
+    if after_lines is None:
+        before = ['45c83e0f', '2', 'active', 'success']
+        after_lines = after('be2553b3', '0', 'active', 'success')
+    found = classify_bench_failure(LOST, before, after_lines, label='steps 4', host='gpu1')
+    assert found['diagnosis'] is None, found
+    assert found['fault'].startswith('the server of steps 4 was %s during its benchmark by something else than the sweep' % how)
+    assert 'connection closed' in found['fault']  # the benchmark's own message goes along
+    assert found['replaced'] and not found['crashed']
+
+
+def test_an_unreachable_host_is_infrastructure_whatever_the_benchmark_saw():
+    found = classify(ERRORS, [], reachable=False)
+    assert found['diagnosis'] is None
+    assert found['fault'].startswith('host gpu1 became unreachable during the benchmark of steps 4')
+
+
+def test_a_host_shutting_down_is_infrastructure():
+    found = classify(LOST, after('', '0', 'inactive', 'success', 'stopping'))
+    assert found['diagnosis'] is None
+    assert found['fault'].startswith('host gpu1 is shutting down')
+
+
+@pytest.mark.parametrize('fault, words', [
+    ('stalled', 'found the server stalled'),
+    ('implausible', 'measured figures the server cannot produce'),
+    ('busy', 'could not get the server to itself'),
+    (None, 'failed'),
+])
+def test_what_the_benchmark_found_of_its_own_accord_is_infrastructure(fault, words):
+    found = classify({'msg': 'no token for 30 s', 'fault': fault}, after())
+    assert found['diagnosis'] is None
+    assert found['fault'] == 'benchmark of steps 4 %s: no token for 30 s' % words
+
+
+@pytest.mark.parametrize('failed', [LOST, REFUSED], ids=['connection', 'unreachable'])
+def test_a_lost_connection_to_a_server_that_still_runs_is_infrastructure(failed):
+    found = classify(failed, after())
+    assert found['diagnosis'] is None
+    assert found['fault'].startswith('benchmark of steps 4 lost its connection to a server that is still running (%s)' % failed['fault'])
+
+
+def test_the_filter_is_the_function():
+    found = FilterModule().filters()['spec_sweep_bench_failure'](LOST, BEFORE, after('', '0', 'activating', 'signal'), label='steps 4')
+    assert found['diagnosis'] == 'crashed_under_load'
