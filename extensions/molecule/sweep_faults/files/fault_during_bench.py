@@ -40,9 +40,9 @@ def main():
             proc.wait()
             print('killed')
             return 0
-        kind, host = action.split(':', 2)[:2]
+        kind, host, *command = action.split(':', 2)
         if kind == 'run':
-            subprocess.run([TESTHOST, 'ssh', host, action.split(':', 2)[2]], check=True, stdout=subprocess.DEVNULL)
+            subprocess.run([TESTHOST, 'ssh', host] + command, check=True, stdout=subprocess.DEVNULL)
         else:
             subprocess.run([TESTHOST, 'destroy', host], check=True, stdout=subprocess.DEVNULL)
         proc.wait(timeout=300)
