@@ -202,9 +202,11 @@ def test_partial_level_keeps_completed_figures():
     assert level["requests_completed"] == 3
     assert level["requests_failed"] >= 1
     assert level["output_tokens"] == 3 * 33
-    # The server's script: 32 decode tokens in 8 steps of 20 ms; sleeping only ever runs late.
+    # The server's script: 32 decode tokens in 8 steps of 20 ms. The server's sleeps only run late (slower),
+    # but the client times tokens on receipt: a first chunk read late shortens the measured 160 ms window,
+    # so a busy machine reads up to ~10% fast (204 tok/s against 200 was seen in CI).
     ideal = 32 / (8 * 0.02)
-    assert 0.85 * ideal <= level["per_request_tok_s"]["median"] <= 1.02 * ideal
+    assert 0.85 * ideal <= level["per_request_tok_s"]["median"] <= 1.10 * ideal
     assert level["accept_length"] == pytest.approx(33 / 8.0)
     assert problem
 
