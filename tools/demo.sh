@@ -49,11 +49,11 @@ for h in $hosts; do
   grep -E '^sglang_service_speculative_(num_steps|eagle_topk|num_draft_tokens|adaptive|adaptive_config):' "$inv/host_vars/$h.yml"
 done
 
-# Where the time went: server restarts (start -> ready, as the role measured it, the winner's final
-# deployment included; a start that crashed counts its start -> exit, and the rollback's start ->
-# ready when it was awaited: a sweep's is not, the next deployment replaces it), benchmarking (the
-# benchmark's own level durations and warm-ups), everything else (Ansible, SSH, stops, provisioning
-# the host).
+# Where the time went: server restarts (stopping the server before, SGLang's drain included, then
+# start -> ready, as the role measured them, the winner's final deployment included; a start that
+# crashed counts its start -> exit, and the rollback's start -> ready when it was awaited: a sweep's is
+# not, the next deployment replaces it), benchmarking (the benchmark's own level durations and
+# warm-ups), everything else (Ansible, SSH, provisioning the host).
 python3 - "$res" "$start" "$end" $hosts <<'PY'
 import glob, json, os, sys
 res, start, end, hosts = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4:]
@@ -63,23 +63,26 @@ for h in hosts:
     for path in glob.glob(os.path.join(res, h, 'measurements', '*', 'repeat-*.json')):
         with open(path) as fh:
             doc = json.load(fh)['result']
-        ready += float((doc.get('deployment') or {}).get('time_to_ready_s') or 0)
+        deployment = doc.get('deployment') or {}
+        ready += float(deployment.get('time_to_ready_s') or 0) + float(deployment.get('time_to_stop_s') or 0)
         bench += sum(float(lv.get('duration_s') or 0) for lv in doc.get('levels') or [])
         warm += sum(float(lv.get('warmup_s') or 0) for lv in doc.get('levels') or [])
-    # A configuration that crashed at start: the server's start to its exit (and an awaited rollback's start to ready).
+    # A configuration that crashed at start: stopping the server before, its start to its exit (and an awaited
+    # rollback's start to ready).
     for path in glob.glob(os.path.join(res, h, 'measurements', '*', 'failure.json')):
         with open(path) as fh:
             failure = json.load(fh)['failure']
-        ready += float(failure.get('time_to_crash_s') or 0) + float(failure.get('rollback_time_to_ready_s') or 0)
+        ready += (float(failure.get('time_to_stop_s') or 0) + float(failure.get('time_to_crash_s') or 0)
+                  + float(failure.get('rollback_time_to_ready_s') or 0))
     # The winner's final deployment is a restart too (unless the winner already served).
     report = os.path.join(res, h, 'report', 'measurements.json')
     if os.path.exists(report):
         with open(report) as fh:
             final = (json.load(fh).get('meta') or {}).get('final_deploy') or {}
-        ready += float(final.get('time_to_ready_s') or 0)
+        ready += float(final.get('time_to_ready_s') or 0) + float(final.get('time_to_stop_s') or 0)
 wall = end - start
 other = wall - ready - bench - warm
-print('\nwall time %.0f s: server restarts (start to ready, crashed starts and rollbacks) %.0f s, benchmarking %.0f s (measured %.0f s + warm-ups %.0f s), '
+print('\nwall time %.0f s: server restarts (stop, start to ready, crashed starts and rollbacks) %.0f s, benchmarking %.0f s (measured %.0f s + warm-ups %.0f s), '
       'everything else (orchestration) %.0f s = %.0f%%' % (wall, ready, bench + warm, bench, warm, other, 100.0 * other / wall))
 PY
 

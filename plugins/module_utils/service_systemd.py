@@ -300,8 +300,9 @@ def gpu_checker(nvidia_smi, gpus, max_used_mib, own_pids, call_timeout):
 def stop_unit(module, unit, timeout, gpus, gpu_memory_used_max_mib, nvidia_smi_timeout):
     """Stop ``unit``, wait until its processes and GPUs are free, clear its failed state.
 
-    Returns (result, error). ``result``: changed (it was running), stopped_pids, waited_s, gpu_checked,
-    gpu_busy and journal_cursor (taken after the stop, for the next start's diagnosis). ``error`` is
+    Returns (result, error). ``result``: changed (it was running), stopped_pids, stop_s (from the stop
+    to processes and GPUs free: SGLang drains its requests first), waited_s, gpu_checked, gpu_busy and
+    journal_cursor (taken after the stop, for the next start's diagnosis). ``error`` is
     a message when the stop failed or the release timed out (the unit then stays stopped), else
     None. In check mode nothing is stopped.
     """
@@ -310,12 +311,13 @@ def stop_unit(module, unit, timeout, gpus, gpu_memory_used_max_mib, nvidia_smi_t
     if state.get('MainPID'):
         pids.add(state['MainPID'])
     running = state.get('ActiveState') not in ('inactive', 'failed') or bool(pids)
-    result = dict(changed=running, stopped_pids=sorted(pids), waited_s=0.0, gpu_checked=False, gpu_busy=[],
-                  journal_cursor=None)
+    result = dict(changed=running, stopped_pids=sorted(pids), stop_s=0.0, waited_s=0.0, gpu_checked=False,
+                  gpu_busy=[], journal_cursor=None)
     if module.check_mode:
         return result, None
 
     systemctl = module.get_bin_path('systemctl', required=True)
+    began = time.monotonic()
     if running:
         rc, dummy, err = module.run_command([systemctl, 'stop', unit])
         if rc != 0:
@@ -325,7 +327,8 @@ def stop_unit(module, unit, timeout, gpus, gpu_memory_used_max_mib, nvidia_smi_t
     checker = gpu_checker(nvidia_smi, [g for g in gpus if g.strip()], gpu_memory_used_max_mib, set(pids),
                           nvidia_smi_timeout)
     released, alive, busy, waited = wait_until_released(pids, checker, timeout)
-    result.update(gpu_checked=nvidia_smi is not None, waited_s=waited, gpu_busy=busy)
+    result.update(gpu_checked=nvidia_smi is not None, waited_s=waited, gpu_busy=busy,
+                  stop_s=round(time.monotonic() - began, 2) if running else 0.0)
     if not released:
         return result, ('%s stopped, but after %.0f s %s%s%s. The unit stays stopped; free the GPUs (or raise '
                         'sglang_service_stop_timeout) and run again.'

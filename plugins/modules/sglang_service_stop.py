@@ -56,6 +56,14 @@ stopped_pids:
   type: list
   elements: int
   sample: [4711, 4712]
+stop_s:
+  description:
+    - Seconds from C(systemctl stop) to the processes and GPUs free, 0 when nothing ran.
+    - SGLang drains on C(SIGTERM) (0.5.23 notices it within 5 s and exits once no request remains; it keeps
+      accepting requests meanwhile), so a stop under load lasts until the load pauses or C(TimeoutStopSec) ends it.
+  returned: always
+  type: float
+  sample: 2.61
 waited_s:
   description: Seconds spent waiting for processes and GPUs after C(systemctl stop) returned.
   returned: always

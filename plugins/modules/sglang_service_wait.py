@@ -187,6 +187,9 @@ stopped:
       description: The unit's processes when the stop began.
       type: list
       elements: int
+    stop_s:
+      description: Seconds from C(systemctl stop) to the processes and GPUs free (SGLang's drain included).
+      type: float
     waited_s:
       description: Seconds waited for the processes and GPUs after C(systemctl stop).
       type: float

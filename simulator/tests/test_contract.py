@@ -2,6 +2,7 @@
 (the source files named in server.py's comments)."""
 
 import json
+import signal
 import time
 
 import pytest
@@ -347,7 +348,7 @@ def test_api_key_enforced_except_health():
         assert authed.get("/server_info")[0] == 200
 
 
-def test_health_503_until_ready_and_sigterm_exits_promptly(tmp_path):
+def test_health_503_until_ready_and_sigint_exits_promptly(tmp_path):
     profile = tmp_path / "slow.yaml"
     profile.write_text("timing:\n  load_time_s: 0.3\n  warmup_s: 1.5\n")
     sim = SimProcess(["--tp-size", "4"], profile=str(profile), wait=False).start()
@@ -428,7 +429,7 @@ def test_sigterm_during_loading_exits_promptly(tmp_path):
         while "Load weight begin" not in sim.output() and time.time() < deadline:
             time.sleep(0.05)
         start = time.time()
-        assert sim.stop() == 0
+        assert sim.stop(sig=signal.SIGTERM) == 0
         assert time.time() - start < 3
         assert "fired up" not in sim.output()
     finally:

@@ -62,6 +62,7 @@ SCHEMA = {
     "timing": {
         "load_time_s": _num(0.0, 86400.0),
         "warmup_s": _num(0.0, 3600.0),
+        "sigterm_poll_s": _num(0.01, 60.0),
         "decode_base_ms": _num(0.001),
         "draft_step_ms": _num(0.0),
         "verify_token_ms": _num(0.0),

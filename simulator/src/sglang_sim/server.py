@@ -166,6 +166,7 @@ class SimServer(object):
         self.plan = plan
         self.log = log
         self.ready = False
+        self.draining = False  # SIGTERM received: health answers 503 while requests drain (startup.drain)
         self.context_len = cfg.context_length or profile["model"]["context_length"]
         # The words it generates and how it counts prompts: the tokenizer's when --tokenizer-path
         # (default: the model path) holds a tokenizer.json, so clients that re-tokenize count exactly.
@@ -248,7 +249,14 @@ class SimServer(object):
         return await handler(request)
 
     # -- simple endpoints -----------------------------------------------------------------
+    def _draining_503(self):
+        # 0.5.23 http_server.health_generate (both routes), first of all: gracefully_exit is set
+        self.log.main("Health check request received during shutdown. Returning 503.")
+        return web.Response(status=503)
+
     async def health(self, request):
+        if self.draining:
+            return self._draining_503()
         if not self.ready:
             return web.Response(status=503)
         return web.Response(status=200)
@@ -256,6 +264,8 @@ class SimServer(object):
     async def health_generate(self, request):
         # SGLang 0.5.x: enqueue a one-token generation and answer 200 as soon as the scheduler
         # produces any output (a busy server is healthy without waiting in the queue); 503 after 20 s
+        if self.draining:
+            return self._draining_503()
         if not self.ready:
             return web.Response(status=503)
         engine = self.engine

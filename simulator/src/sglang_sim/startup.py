@@ -1,7 +1,7 @@
 """The simulated server's start-up, as SGLang 0.5.23 starts (srt/entrypoints/http_server.py
 launch_server, srt/managers/scheduler.py, model_executor/model_runner.py): load, memory plan, KV pool
 and CUDA-graph capture with their log lines and failures, then the HTTP API (server.py) and the
-warm-up request; SIGTERM ends it as SGLang does.
+warm-up request; SIGTERM ends it as SGLang does: once serving, it drains (see ``drain``).
 """
 
 import asyncio
@@ -51,13 +51,49 @@ async def _phase(seconds):
         await asyncio.sleep(seconds)
 
 
+async def drain(server, log, poll_s, watchdog_origin, interrupt):
+    """SGLang 0.5.23's answer to SIGTERM once it served its first request (the warm-up), which is when
+    the tokenizer manager installs its handler (tokenizer_manager.py auto_create_handle_loop,
+    SignalHandler.sigterm_handler, sigterm_watchdog): /health and /health_generate answer 503, but
+    /generate and the OpenAI routes keep accepting and serving requests. The watchdog, a loop of 5 s
+    sleeps since that first request, notices at its next wake-up, then every 5 s logs what remains
+    until nothing does, and the server exits 0. A stop under steady load therefore lasts until the
+    load pauses at a wake-up, or until systemd's TimeoutStopSec kills it. ``interrupt`` (SIGINT:
+    uvicorn's own handler) ends the drain at once."""
+    log.main("SIGTERM received. signum=<Signals.SIGTERM: 15> frame=None. Draining requests and shutting down...")
+    server.draining = True
+    engine = server.engine
+    wait = poll_s - (time.monotonic() - watchdog_origin) % poll_s
+    while True:
+        try:
+            await asyncio.wait_for(interrupt.wait(), wait)
+            return
+        except asyncio.TimeoutError:
+            pass
+        rids = [req.rid for req in engine.running + engine.waiting]
+        log.main("Gracefully exiting... Remaining number of requests %d. Remaining requests remaining_rids=%r."
+                 % (len(rids), rids))
+        if not rids:
+            return
+        wait = poll_s
+
+
 async def startup_and_serve(args, profile, cfg, plan, log, warnings):
     """Go through SGLang's startup phases, then serve until SIGTERM/SIGINT. Returns the exit code."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
+    interrupt = asyncio.Event()  # SIGINT: uvicorn stops at once, SGLang's drain is for SIGTERM only
+    signals = []
+
+    def on_signal(sig):
+        signals.append(sig)
+        if sig == signal.SIGINT:
+            interrupt.set()
+        stop.set()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
         try:
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, on_signal, sig)
         except (NotImplementedError, RuntimeError):
             pass
     timing = profile["timing"]
@@ -171,8 +207,11 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
     shown = "[%s]" % args.host if ":" in args.host else args.host
     log.raw("INFO:     Uvicorn running on http://%s:%d (Press CTRL+C to quit)" % (shown, args.port))
 
+    watchdog_origin = []  # when SGLang's SIGTERM watchdog starts: with the first request, the warm-up
+
     async def warmup():
         await _phase(timing["warmup_s"])
+        watchdog_origin.append(time.monotonic())
         req = server.engine.submit(None, 4, 1, 0.0, True, lambda r, p, f: None)
         await req.done
         log.raw('INFO:     127.0.0.1:0 - "POST /generate HTTP/1.1" 200 OK')
@@ -182,6 +221,8 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
 
     warm_task = asyncio.ensure_future(warmup())
     await stop.wait()
+    if watchdog_origin and not interrupt.is_set():
+        await drain(server, log, timing["sigterm_poll_s"], watchdog_origin[0], interrupt)
     log.raw("INFO:     Shutting down")
     warm_task.cancel()
     server.engine.stopping = True

@@ -77,9 +77,12 @@ class SimProcess(object):
         self.log_file.seek(0)
         return self.log_file.read().decode("utf-8", "replace")
 
-    def stop(self, timeout=10):
+    def stop(self, timeout=10, sig=signal.SIGINT):
+        """Stop the server and return its exit code. SIGINT (uvicorn's handler) stops at once; SIGTERM
+        drains in-flight requests first, as SGLang does (``startup.drain``: up to ``sigterm_poll_s``
+        even when idle)."""
         if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            self.proc.send_signal(sig)
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
