@@ -115,6 +115,16 @@ options:
     description: Seconds after O(timeout) before the O(watchdog) fires, time for the caller's own rollback of a failed start.
     type: int
     default: 120
+  watch_lock:
+    description:
+      - A file (created if missing) on which this module holds a shared C(flock) from before its stop to its end, so that
+        a guard started meanwhile (the unit's C(OnFailure=), the O(watchdog)) can tell that the unit is watched and leave
+        what fails to this module and its caller. The lock goes with this process.
+      - A unit fails under a watched deployment without any fault of a configuration; SGLang drains on C(SIGTERM) and keeps
+        accepting requests, so a stop under steady traffic ends at C(TimeoutStopSec)'s C(SIGKILL), which systemd
+        records as a failure.
+      - The role's C(<name>-rollback.service) checks the same path (C(--watch-lock)). Not taken in check mode.
+    type: path
   keep_files:
     description:
       - Files to write once the server is ready and verified, and only then, in the same call (for example the role's copy
@@ -304,7 +314,9 @@ systemd:
   type: dict
 '''
 
+import fcntl
 import json
+import os
 import signal
 import time
 
@@ -431,6 +443,16 @@ def arm(module, watchdog, seconds):
     return rc == 0
 
 
+def hold_watch_lock(module, path):
+    """Share-lock ``path`` until this process ends (the descriptor stays open): the guard's exclusive probe fails meanwhile."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_SH)
+    except OSError as exc:
+        module.fail_json(msg='cannot lock %s (watch_lock): %s' % (path, exc))
+    return fd
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -451,6 +473,7 @@ def main():
             wait=dict(type='bool', default=True),
             watchdog=dict(type='str'),
             watchdog_grace=dict(type='int', default=120),
+            watch_lock=dict(type='path'),
             **GPU_RELEASE_ARGUMENT_SPEC
         ),
         supports_check_mode=True,
@@ -479,6 +502,8 @@ def main():
 
     systemctl = module.get_bin_path('systemctl', required=True)
     cursor = p['journal_cursor']
+    if p['watch_lock'] and not module.check_mode:
+        hold_watch_lock(module, p['watch_lock'])
     sighup = None
     if p['stop']:
         if module.check_mode:

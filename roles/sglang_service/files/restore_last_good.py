@@ -1,6 +1,6 @@
 """Put an SGLang unit back on its last good configuration when a deployment nobody watches fails.
 
-    python3 restore_last_good.py [--health URL] UNIT LAST_GOOD_DIR NAME=PATH [NAME=PATH ...]
+    python3 restore_last_good.py [--health URL] [--watch-lock PATH] UNIT LAST_GOOD_DIR NAME=PATH [NAME=PATH ...]
 
 The sglang_service role rolls a failed deployment back itself while it watches the start. This
 covers the deployment nobody watches any more: the controller was interrupted (Ctrl-C, a lost SSH
@@ -14,6 +14,12 @@ this in two ways:
   is ready (sglang_service_ready_timeout plus sglang_service_rollback_grace later): a configuration
   that hangs without exiting never fails. Unless URL/health_generate answers 200 (it got ready
   after all), the running unit is stopped first. A stopped unit (stopped on purpose) is left alone.
+
+Neither runs while the role itself watches the unit: sglang_service_wait holds a shared lock on
+the --watch-lock file from its stop to the end of its watch, and handles what fails meanwhile. A
+unit fails under it without any fault of a configuration: SGLang drains on SIGTERM and keeps
+accepting requests, so a stop under steady traffic ends at TimeoutStopSec's SIGKILL, which systemd
+records as a failure (OnFailure=) while the role goes on to start the new configuration.
 
 LAST_GOOD_DIR is what the role kept once a configuration reached ready: a copy of each of its
 files (named unit, env, config, ...) and config.json, which lists them. NAME=PATH says where
@@ -29,6 +35,7 @@ ready again. Standard library only: it runs with the server's own interpreter.
 """
 
 import datetime
+import fcntl
 import json
 import os
 import shutil
@@ -119,6 +126,12 @@ def _active_state(unit):
     return out.stdout.strip()
 
 
+def _result(unit):
+    out = subprocess.run(["systemctl", "show", "-p", "Result", "--value", unit],
+                         capture_output=True, text=True, check=False)
+    return out.stdout.strip()
+
+
 def _ready(url):
     """Whether the server answers a one-token generation (SGLang's /health* paths need no API key)."""
     try:
@@ -153,6 +166,13 @@ def failed(unit, last_good_dir, paths):
         message = ("%s failed; no configuration of it has reached ready yet (%s/config.json), so there is "
                    "nothing to roll back to. It stays failed." % (unit, last_good_dir))
         _report(last_good_dir, unit, "none", [], None, message)
+        return 0
+    if not restored and _result(unit) == "timeout":
+        # Type=simple has no start timeout: this was a stop (an operator's, under traffic) that outlasted
+        # TimeoutStopSec while SGLang drained, and systemd killed it. Stopped on purpose: nothing to report.
+        print("%s was stopped and its stop outlasted TimeoutStopSec (SGLang serves requests that keep coming while "
+              "it drains), so systemd killed it; its last good configuration (%s) is in place: nothing to do."
+              % (unit, _speculative(record)))
         return 0
     if not restored:
         message = ("%s failed with its last good configuration (%s) in place: the failure is not a deployment's, "
@@ -202,15 +222,38 @@ def not_ready(unit, last_good_dir, paths, health_url):
         "(%s; files: %s) and starting it." % (unit, _speculative(record), ", ".join(restored))))
 
 
+def watched(lock_path):
+    """Whether sglang_service_wait holds ``lock_path`` (a shared flock, from its stop to the end of its
+    watch): the lock goes with its process, so a killed deployment does not leave it behind."""
+    try:
+        fd = os.open(lock_path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # and with it the lock, if this took it
+    return False
+
+
 def main(argv):
-    health_url = None
-    if argv[:1] == ["--health"] and len(argv) > 1:
-        health_url, argv = argv[1], argv[2:]
+    options = {"--health": None, "--watch-lock": None}
+    while argv[:1] and argv[0] in options and len(argv) > 1:
+        options[argv[0]], argv = argv[1], argv[2:]
+    health_url, watch_lock = options["--health"], options["--watch-lock"]
     if len(argv) < 3 or not all("=" in arg for arg in argv[2:]):
         sys.stderr.write(__doc__)
         return 2
     unit, last_good_dir = argv[0], argv[1]
     paths = dict(arg.split("=", 1) for arg in argv[2:])
+    if watch_lock and watched(watch_lock):
+        # Not a deployment nobody watches: the role stops, starts or waits for the unit right now and
+        # rolls a failed start back itself (a stop that outlasted TimeoutStopSec fails the unit too).
+        print("%s: a deployment of the role is stopping, starting or watching it (it holds %s) and handles what "
+              "fails itself: nothing to do." % (unit, watch_lock))
+        return 0
     # OnFailure= runs this with the unit failed; the deadline timer (with --health) finds it in any
     # state, and not_ready() hands a failed one to failed().
     if health_url:

@@ -1,7 +1,11 @@
 """Crash detection from systemd state, verification against /server_info, the files kept once ready."""
+import importlib.util
+import os
+
 import pytest
 
-from ansible_collections.llmops.sglang.plugins.modules.sglang_service_wait import arm, compare, crash_reason, disarm, validated_keep_files
+from ansible_collections.llmops.sglang.plugins.modules.sglang_service_wait import (
+    arm, compare, crash_reason, disarm, hold_watch_lock, validated_keep_files)
 from ansible_collections.llmops.sglang.plugins.module_utils.service_systemd import parse_show
 
 
@@ -118,3 +122,32 @@ def test_bad_keep_files_fail_before_anything_changes(keep_files, message):
     with pytest.raises(ParamsModule.Failed) as failed:
         validated_keep_files(ParamsModule(keep_files))
     assert message in str(failed.value)
+
+
+def _guard():
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "sglang_service", "files",
+                        "restore_last_good.py")
+    spec = importlib.util.spec_from_file_location("restore_last_good", path)
+    guard = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(guard)
+    return guard
+
+
+def test_the_watch_lock_is_what_the_rollback_guard_sees_as_watched(tmp_path):
+    guard = _guard()
+    lock = str(tmp_path / "sglang.watched")
+    fd = hold_watch_lock(ParamsModule([]), lock)  # creates it
+    try:
+        assert guard.watched(lock) is True
+        second = hold_watch_lock(ParamsModule([]), lock)  # another watcher of the same unit is not refused
+        os.close(second)
+        assert guard.watched(lock) is True
+    finally:
+        os.close(fd)
+    assert guard.watched(lock) is False  # gone with the module's process
+
+
+def test_a_watch_lock_that_cannot_be_created_fails_naming_the_option(tmp_path):
+    with pytest.raises(ParamsModule.Failed) as failed:
+        hold_watch_lock(ParamsModule([]), str(tmp_path / "no-such-dir" / "sglang.watched"))
+    assert "watch_lock" in str(failed.value)

@@ -2,6 +2,7 @@
 
 What it puts back and when it leaves things alone; that systemd runs it when the unit fails and
 that the last good server then serves is molecule sglang_service's interrupted-deploy check."""
+import fcntl
 import importlib.util
 import json
 import os
@@ -53,8 +54,9 @@ def test_a_missing_file_in_place_is_put_back(host):
     assert restore_last_good.restore(last_good, paths)[0] == ["env", "config"]
 
 
-def test_nothing_to_do_when_the_last_good_configuration_is_in_place(host, capsys):
+def test_nothing_to_do_when_the_last_good_configuration_is_in_place(host, capsys, monkeypatch):
     paths, last_good = host
+    monkeypatch.setattr(restore_last_good, "_result", lambda unit: "exit-code")  # it failed (not a stop)
     restore_last_good.restore(last_good, paths)
     assert restore_last_good.restore(last_good, paths)[0] == []
     # main() ends there too, without touching systemd (no restart loop of a configuration that once served)
@@ -100,8 +102,9 @@ def test_a_rollback_leaves_a_note_for_the_next_run(host, monkeypatch):
     assert calls[-1] == ["systemctl", "start", "--no-block", "sglang.service"]
 
 
-def test_leaving_the_unit_failed_leaves_a_note_too(host):
+def test_leaving_the_unit_failed_leaves_a_note_too(host, monkeypatch):
     paths, last_good = host
+    monkeypatch.setattr(restore_last_good, "_result", lambda unit: "exit-code")
     restore_last_good.restore(last_good, paths)  # the last good files are in place now
     assert restore_last_good.main(["sglang.service", last_good] + ["%s=%s" % kv for kv in paths.items()]) == 0
     note = _note(last_good)
@@ -162,3 +165,40 @@ def test_the_deadline_on_a_failed_unit_takes_the_onfailure_path(host, systemd):
     assert _timer(host) == 0
     assert systemd["calls"][0] == ["daemon-reload"]  # no stop: it is not running
     assert "failed with a configuration that never reached ready" in _note(last_good)["message"]
+
+
+def test_a_unit_the_role_watches_is_left_to_it_until_the_lock_goes(host, systemd, tmp_path):
+    """A stop that outlasted TimeoutStopSec fails the unit (OnFailure=) while sglang_service_wait goes on to
+    start the new configuration: the guard must not put the old files back under it."""
+    paths, last_good = host
+    lock = str(tmp_path / "sglang.watched")
+    systemd["state"] = "failed"
+    argv = ["--health", "http://127.0.0.1:30010", "--watch-lock", lock, "sglang.service", last_good] + [
+        "%s=%s" % kv for kv in paths.items()]
+    held = os.open(lock, os.O_RDONLY | os.O_CREAT, 0o600)
+    fcntl.flock(held, fcntl.LOCK_SH)  # as sglang_service_wait holds it
+    assert restore_last_good.main(argv) == 0
+    assert systemd["calls"] == []
+    with open(paths["config"]) as fh:
+        assert fh.read() == "speculative-num-steps: 10\n"
+    assert not os.path.exists(os.path.join(last_good, restore_last_good.GUARD_RECORD))
+    os.close(held)  # the deployment ended (or was killed): the guard is the host's again
+    assert restore_last_good.main(argv) == 0
+    assert systemd["calls"][0] == ["daemon-reload"]
+    assert _note(last_good)["action"] == "restored"
+
+
+def test_a_lock_file_nobody_holds_or_none_at_all_changes_nothing(tmp_path):
+    lock = str(tmp_path / "sglang.watched")
+    assert restore_last_good.watched(lock) is False
+    open(lock, "w").close()
+    assert restore_last_good.watched(lock) is False
+
+
+def test_a_stop_that_outlasted_timeoutstopsec_is_a_stop_not_a_failure_to_report(host, monkeypatch, capsys):
+    paths, last_good = host
+    restore_last_good.restore(last_good, paths)  # the last good files are in place
+    monkeypatch.setattr(restore_last_good, "_result", lambda unit: "timeout")
+    assert restore_last_good.main(["sglang.service", last_good] + ["%s=%s" % kv for kv in paths.items()]) == 0
+    assert "its stop outlasted TimeoutStopSec" in capsys.readouterr().out
+    assert not os.path.exists(os.path.join(last_good, restore_last_good.GUARD_RECORD))

@@ -125,10 +125,12 @@ def test_rollback_guard_runs_the_restore_script_with_every_file_kind():
     assert guard["Type"] == "oneshot"
     argv = guard["ExecStart"].split()
     # the server's own interpreter runs the script the role installs next to the configuration
-    # --health: where the deadline timer asks whether a start it finds running got ready after all
-    assert argv[:6] == ["/opt/sglang/venv/bin/python", "/etc/sglang/sglang-qwen.restore-last-good.py",
-                        "--health", "http://127.0.0.1:30000", "sglang-qwen.service", "/etc/sglang/sglang-qwen.last-good"]
-    paths = dict(arg.split("=", 1) for arg in argv[6:])
+    # --health: where the deadline timer asks whether a start it finds running got ready after all;
+    # --watch-lock: what sglang_service_wait holds while the role itself watches the unit
+    assert argv[:8] == ["/opt/sglang/venv/bin/python", "/etc/sglang/sglang-qwen.restore-last-good.py",
+                        "--health", "http://127.0.0.1:30000", "--watch-lock", "/run/sglang-qwen.watched",
+                        "sglang-qwen.service", "/etc/sglang/sglang-qwen.last-good"]
+    paths = dict(arg.split("=", 1) for arg in argv[8:])
     # every file a last good configuration may hold, at the place the role renders it
     assert paths == {"unit": "/etc/systemd/system/sglang-qwen.service", "env": "/etc/sglang/sglang-qwen.env",
                      "config": "/etc/sglang/sglang-qwen.yaml", "sim-profile": "/etc/sglang/sglang-qwen.sim-profile.yaml",
