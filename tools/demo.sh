@@ -57,29 +57,33 @@ done
 python3 - "$res" "$start" "$end" $hosts <<'PY'
 import glob, json, os, sys
 res, start, end, hosts = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4:]
+
+
+def seconds(doc, *keys):
+    return sum(float(doc.get(key) or 0) for key in keys)
+
+
 ready = bench = warm = 0.0
 for h in hosts:
     # The step counts' runs and the derived schedule's (sweep_schedule).
     for path in glob.glob(os.path.join(res, h, 'measurements', '*', 'repeat-*.json')):
         with open(path) as fh:
             doc = json.load(fh)['result']
-        deployment = doc.get('deployment') or {}
-        ready += float(deployment.get('time_to_ready_s') or 0) + float(deployment.get('time_to_stop_s') or 0)
-        bench += sum(float(lv.get('duration_s') or 0) for lv in doc.get('levels') or [])
-        warm += sum(float(lv.get('warmup_s') or 0) for lv in doc.get('levels') or [])
+        ready += seconds(doc.get('deployment') or {}, 'time_to_stop_s', 'time_to_ready_s')
+        bench += sum(seconds(lv, 'duration_s') for lv in doc.get('levels') or [])
+        warm += sum(seconds(lv, 'warmup_s') for lv in doc.get('levels') or [])
     # A configuration that crashed at start: stopping the server before, its start to its exit (and an awaited
     # rollback's start to ready).
     for path in glob.glob(os.path.join(res, h, 'measurements', '*', 'failure.json')):
         with open(path) as fh:
             failure = json.load(fh)['failure']
-        ready += (float(failure.get('time_to_stop_s') or 0) + float(failure.get('time_to_crash_s') or 0)
-                  + float(failure.get('rollback_time_to_ready_s') or 0))
+        ready += seconds(failure, 'time_to_stop_s', 'time_to_crash_s', 'rollback_time_to_ready_s')
     # The winner's final deployment is a restart too (unless the winner already served).
     report = os.path.join(res, h, 'report', 'measurements.json')
     if os.path.exists(report):
         with open(report) as fh:
             final = (json.load(fh).get('meta') or {}).get('final_deploy') or {}
-        ready += float(final.get('time_to_ready_s') or 0) + float(final.get('time_to_stop_s') or 0)
+        ready += seconds(final, 'time_to_stop_s', 'time_to_ready_s')
 wall = end - start
 other = wall - ready - bench - warm
 print('\nwall time %.0f s: server restarts (stop, start to ready, crashed starts and rollbacks) %.0f s, benchmarking %.0f s (measured %.0f s + warm-ups %.0f s), '

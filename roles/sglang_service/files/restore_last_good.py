@@ -120,16 +120,18 @@ def _systemctl(*args):
     subprocess.run(["systemctl"] + list(args), check=True)
 
 
-def _active_state(unit):
-    out = subprocess.run(["systemctl", "show", "-p", "ActiveState", "--value", unit],
+def _show(unit, prop):
+    out = subprocess.run(["systemctl", "show", "-p", prop, "--value", unit],
                          capture_output=True, text=True, check=False)
     return out.stdout.strip()
+
+
+def _active_state(unit):
+    return _show(unit, "ActiveState")
 
 
 def _result(unit):
-    out = subprocess.run(["systemctl", "show", "-p", "Result", "--value", unit],
-                         capture_output=True, text=True, check=False)
-    return out.stdout.strip()
+    return _show(unit, "Result")
 
 
 def _ready(url):

@@ -83,10 +83,8 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     interrupt = asyncio.Event()  # SIGINT: uvicorn stops at once, SGLang's drain is for SIGTERM only
-    signals = []
 
     def on_signal(sig):
-        signals.append(sig)
         if sig == signal.SIGINT:
             interrupt.set()
         stop.set()
