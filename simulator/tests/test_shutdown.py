@@ -45,7 +45,7 @@ def test_sigterm_drains_requests_in_flight_and_keeps_serving_until_none_remain(t
         assert sim.proc.wait(10) == 0
         took = time.monotonic() - sent
         log = sim.output()
-    assert "SIGTERM received. signum=<Signals.SIGTERM: 15> frame=None. Draining requests and shutting down..." in log
+    assert "SIGTERM received. signum=None frame=None. Draining requests and shutting down..." in log
     assert "Health check request received during shutdown. Returning 503." in log
     remaining = [int(line.split("Remaining number of requests ")[1].split(".")[0])
                  for line in log.splitlines() if "Gracefully exiting..." in line]
@@ -87,3 +87,70 @@ def test_sigint_ends_a_drain_at_once(tmp_path):
         assert time.monotonic() - start < 3
         thread.join(10)
         assert outcome and outcome[0] != 200  # not drained: cut off
+
+
+# SIGQUIT is what SGLang 0.5.23's children send the main process when they fail; it ends the process
+# tree, the main process with SIGKILL (utils/common.py kill_process_tree).
+def test_sigquit_once_serving_kills_the_process_tree_as_the_running_phase_handler_does(tmp_path):
+    with _sim(tmp_path) as sim:
+        sim.proc.send_signal(signal.SIGQUIT)
+        assert sim.proc.wait(10) == -signal.SIGKILL
+        log = sim.output()
+    assert "SIGQUIT received. signum=None, frame=None. It usually means one child failed." in log
+    assert "kill_process_tree called: parent_pid=%d, include_parent=True, pid=%d" % (sim.proc.pid, sim.proc.pid) in log
+
+
+def test_sigquit_while_loading_is_the_launch_phase_handlers(tmp_path):
+    profile = write_profile({"timing": {"load_time_s": 5.0}}, directory=str(tmp_path))
+    with SimProcess(ARGS, profile=profile, wait=False) as sim:
+        time.sleep(1.0)
+        sim.proc.send_signal(signal.SIGQUIT)
+        assert sim.proc.wait(10) == -signal.SIGKILL
+        log = sim.output()
+    assert "Received sigquit from a child process. It usually means the child failed." in log
+    assert "SIGQUIT received." not in log
+
+
+def _crashing(tmp_path, at, min_steps):
+    return write_profile({"timing": {"load_time_s": 0.2, "warmup_s": 0.05},
+                          "faults": {"crash_at_running_requests": at, "crash_min_steps": min_steps}},
+                         directory=str(tmp_path))
+
+
+def _load(url, clients):
+    outcome = []
+
+    def run():
+        try:
+            outcome.append(Client(url).post("/generate", LONG)[0])
+        except OSError as exc:  # the crash cut it off
+            outcome.append(exc)
+    threads = [threading.Thread(target=run) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    return outcome
+
+
+def test_a_profile_fault_crashes_a_configuration_under_load_as_sglang_does(tmp_path):
+    with SimProcess(ARGS, profile=_crashing(tmp_path, 3, 3)) as sim:
+        # Below the fault's batch size it serves.
+        assert _load(sim.url, 2) == [200, 200]
+        outcome = _load(sim.url, 4)
+        assert sim.proc.wait(10) == -signal.SIGKILL
+        log = sim.output()
+    assert 200 not in outcome
+    lines = log.splitlines()
+    crash = [i for i, line in enumerate(lines) if "Scheduler hit an exception: Traceback" in line]
+    quit_line = [i for i, line in enumerate(lines) if "SIGQUIT received. signum=None, frame=None." in line]
+    assert crash and quit_line and crash[0] < quit_line[0]
+    assert "torch.OutOfMemoryError: CUDA out of memory." in log
+    at = [int(line.split("crash at ")[1].split()[0]) for line in lines if "[sglang-sim] profile fault: crash at" in line]
+    assert len(at) == 1 and 3 <= at[0] <= 4
+
+
+def test_the_profile_fault_spares_configurations_below_its_step_count(tmp_path):
+    with SimProcess(ARGS, profile=_crashing(tmp_path, 2, 4)) as sim:  # ARGS run steps 3
+        assert _load(sim.url, 4) == [200] * 4
+        assert sim.proc.poll() is None

@@ -163,6 +163,13 @@ class Engine(object):
         self._interval_verify = 0
         self._interval_accepted = 0
         self._step_table = {}
+        # The profile's crash under load (faults): the decode batch size at which this configuration's
+        # scheduler fails, or None. on_crash(running) is startup's: SGLang's crash lines, then SIGQUIT.
+        faults = profile.get("faults") or {}
+        crash_at = faults.get("crash_at_running_requests") or 0
+        self.crash_at = (crash_at if crash_at > 0 and cfg.spec and cfg.steps >= faults.get("crash_min_steps", 0)
+                         else None)
+        self.on_crash = None
 
     # -- requests -------------------------------------------------------------------------
     def new_rid(self):
@@ -250,6 +257,10 @@ class Engine(object):
                 self._prefill_done(time.time())
                 continue
             batch = len(self.running)
+            if self.crash_at is not None and batch >= self.crash_at and self.on_crash is not None:
+                self.stopping = True
+                self.on_crash(batch)
+                return
             if self.policy is not None:
                 # 0.5.23 EAGLEWorkerV2.forward_batch_generation: activate_step_by_batch before drafting
                 self._activate(self.policy.steps_for_batch(batch))

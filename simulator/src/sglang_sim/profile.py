@@ -71,6 +71,11 @@ SCHEMA = {
         "prefill_token_ms": _num(0.0),
         "jitter": _num(0.0, 0.5),
     },
+    # Fault injection, not a model of SGLang: a configuration that crashes under load as SGLang does.
+    "faults": {
+        "crash_at_running_requests": _num(0, None, True),
+        "crash_min_steps": _num(0, None, True),
+    },
     "acceptance": {
         "greedy": {"kind": "list"},
         "sampled": {"kind": "list"},

@@ -36,6 +36,39 @@ def _scheduler_crash(log, exc_line, where):
     log.main("Received sigquit from a child process. It usually means the child failed.")
 
 
+def _kill_process_tree(log):
+    """SGLang 0.5.23's end after a failed child (utils/common.py kill_process_tree(os.getpid())): the
+    children first, then the process SIGKILLs itself, so systemd records code=killed, status=9/KILL."""
+    log.main("kill_process_tree called: parent_pid=%d, include_parent=True, pid=%d" % (os.getpid(), os.getpid()))
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def sigquit(log, running_phase):
+    """SGLang 0.5.23's SIGQUIT, which its children send when they fail. Before the first request the
+    engine's launch_phase_sigquit_handler has it (entrypoints/engine.py), after it the tokenizer
+    manager's running_phase_sigquit_handler (installed with loop.add_signal_handler, so called
+    without arguments); both kill the process tree."""
+    if running_phase:
+        log.main("SIGQUIT received. signum=None, frame=None. It usually means one child failed.")
+    else:
+        log.main("Received sigquit from a child process. It usually means the child failed.")
+    _kill_process_tree(log)
+
+
+def crash_under_load(log, running, tried_gib, total_gib):
+    """The profile's crash under load (faults.crash_at_running_requests): a scheduler that hits an
+    exception in its event loop logs it and sends SIGQUIT to the main process (scheduler.py
+    run_scheduler_process), which ends the process tree."""
+    log.tp("Scheduler hit an exception: Traceback (most recent call last):\n"
+           '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 6367, in run_scheduler_process\n'
+           "    scheduler.run_event_loop()\n"
+           '  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/model_runner.py", line 0, in forward\n'
+           "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate %.2f GiB. GPU 0 has a total capacity of %.2f GiB "
+           "of which 0 bytes is free." % (tried_gib, total_gib))
+    log.raw("[sglang-sim] profile fault: crash at %d running requests (faults.crash_at_running_requests)" % running)
+    os.kill(os.getpid(), signal.SIGQUIT)
+
+
 def _memory_hint(log, plan):
     """A plainly marked simulator line (not SGLang's) saying where the memory model ran out."""
     log.raw("[sglang-sim] memory model per GPU: total %.2f GiB, weights %.2f GiB, outside the static pool %.2f GiB "
@@ -60,7 +93,8 @@ async def drain(server, log, poll_s, watchdog_origin, interrupt):
     until nothing does, and the server exits 0. A stop under steady load therefore lasts until the
     load pauses at a wake-up, or until systemd's TimeoutStopSec kills it. ``interrupt`` (SIGINT:
     uvicorn's own handler) ends the drain at once."""
-    log.main("SIGTERM received. signum=<Signals.SIGTERM: 15> frame=None. Draining requests and shutting down...")
+    # asyncio calls the handler without arguments (loop.add_signal_handler), hence the two None.
+    log.main("SIGTERM received. signum=None frame=None. Draining requests and shutting down...")
     server.draining = True
     engine = server.engine
     wait = poll_s - (time.monotonic() - watchdog_origin) % poll_s
@@ -84,16 +118,20 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
     stop = asyncio.Event()
     interrupt = asyncio.Event()  # SIGINT: uvicorn stops at once, SGLang's drain is for SIGTERM only
 
+    watchdog_origin = []  # when SGLang's SIGTERM watchdog starts: with the first request, the warm-up
+
     def on_signal(sig):
         if sig == signal.SIGINT:
             interrupt.set()
         stop.set()
 
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        try:
+    try:
+        for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, on_signal, sig)
-        except (NotImplementedError, RuntimeError):
-            pass
+        # The first request is when the tokenizer manager takes SIGQUIT over from the launch phase.
+        loop.add_signal_handler(signal.SIGQUIT, lambda: sigquit(log, bool(watchdog_origin)))
+    except (NotImplementedError, RuntimeError):
+        pass
     timing = profile["timing"]
     load = timing["load_time_s"]
     hw = profile["hardware"]
@@ -186,6 +224,7 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
         return code
 
     server = SimServer(args, profile, cfg, plan, log)
+    server.engine.on_crash = lambda running: crash_under_load(log, running, 0.5 + 0.05 * running, hw["gpu_memory_gib"])
     engine_task = asyncio.ensure_future(server.engine.run())
     runner = web.AppRunner(server.make_app(), access_log=None, handle_signals=False, shutdown_timeout=1.0)
     await runner.setup()
@@ -204,8 +243,6 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
     # uvicorn brackets an IPv6 host in this line (uvicorn.server: "%s://[%s]:%d" when ":" in the host).
     shown = "[%s]" % args.host if ":" in args.host else args.host
     log.raw("INFO:     Uvicorn running on http://%s:%d (Press CTRL+C to quit)" % (shown, args.port))
-
-    watchdog_origin = []  # when SGLang's SIGTERM watchdog starts: with the first request, the warm-up
 
     async def warmup():
         await _phase(timing["warmup_s"])
