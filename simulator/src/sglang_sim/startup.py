@@ -36,6 +36,11 @@ def _scheduler_crash(log, exc_line, where):
     log.main("Received sigquit from a child process. It usually means the child failed.")
 
 
+# A startup phase's end when a scheduler failed: its lines are out, the launch-phase SIGQUIT handler
+# ends the process tree (the simulator's own [sglang-sim] hint comes before that).
+KILLED_TREE = "killed"
+
+
 def _kill_process_tree(log):
     """SGLang 0.5.23's end after a failed child (utils/common.py kill_process_tree(os.getpid())): the
     children first, then the process SIGKILLs itself, so systemd records code=killed, status=9/KILL."""
@@ -145,7 +150,7 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
             log.tp("Scheduler hit an exception: RuntimeError: CUDA error: invalid device ordinal "
                    "(tp_size=%d but this machine has %d GPUs)" % (tp, hw["gpu_count"]))
             log.main("Received sigquit from a child process. It usually means the child failed.")
-            return 1
+            return KILLED_TREE
         log.tp("Init torch distributed begin.")
         log.tp("Init torch distributed ends. mem usage=%.2f GB" % hw["runtime_overhead_gib"])
         for rank in range(tp):
@@ -157,7 +162,7 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
                              "load_model")
             log.raw("[sglang-sim] %.2f GiB of weights per GPU do not fit in %.2f GiB: raise --tp-size (the profile has %d GPUs)"
                     % (plan["weights_gib"], plan["avail_before_weights_gib"], hw["gpu_count"]))
-            return 1
+            return KILLED_TREE
         log.tp("Load weight end. type=%s, dtype=torch.bfloat16, avail mem=%.2f GB, mem usage=%.2f GB."
                % (profile["model"]["architecture"], plan["avail_after_weights_gib"], plan["weights_gib"]))
         if cfg.adaptive is not None and cfg.spec:
@@ -170,7 +175,7 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
             _scheduler_crash(log, "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
                              "init_memory_pool")
             _memory_hint(log, plan)
-            return 1
+            return KILLED_TREE
         if plan.get("mamba_slots") is not None:
             log.tp("Mamba Cache is allocated. max_mamba_cache_size: %d, state size: %.2f GB"
                    % (plan["mamba_slots"], plan["mamba_gib"]))
@@ -187,7 +192,7 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
                              % (plan["cuda_graph_gib"], CUDA_GRAPH_FAILED_SOLUTIONS), "init_device_graphs")
             log.raw("[sglang-sim] CUDA graphs need %.2f GiB, %.2f GiB is left outside the static pool after activations"
                     % (plan["cuda_graph_gib"], plan["graph_room_gib"]))
-            return 1
+            return KILLED_TREE
         initial_gib = plan.get("initial_graph_gib", plan["cuda_graph_gib"])
         log.tp("Capture cuda graph end. Time elapsed: %.2f s. mem usage=%.2f GB. avail mem=%.2f GB."
                % (load * 0.35, initial_gib, plan["avail_after_pools_gib"] - initial_gib))
@@ -201,7 +206,7 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
                                  % (state["graph_gib"], CUDA_GRAPH_FAILED_SOLUTIONS), "init_device_graphs")
                 log.raw("[sglang-sim] CUDA graphs of %d adaptive states need %.2f GiB, %.2f GiB is left outside the static pool "
                         "after activations" % (len(plan["adaptive_states"]) + 1, plan["cuda_graph_gib"], plan["graph_room_gib"]))
-                return 1
+                return KILLED_TREE
             log.tp("Built adaptive runtime state steps=%d: elapsed=%.2fs, mem=%.2fGB" % (state["steps"], capture_s, state["graph_gib"]))
         context_len = cfg.context_length or profile["model"]["context_length"]
         log.tp("max_total_num_tokens=%d, chunked_prefill_size=%d, max_prefill_tokens=16384, max_running_requests=%d, "
@@ -219,6 +224,8 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
         log.main("Received SIGTERM during startup, exiting.")
         return 0
     code = phase_task.result()
+    if code == KILLED_TREE:
+        _kill_process_tree(log)  # no return: the process SIGKILLs itself
     if code:
         stop_task.cancel()
         return code
