@@ -8,9 +8,10 @@ __metaclass__ = type
 from ansible_collections.llmops.sglang.plugins.module_utils.sweep_classify import classify_bench_failure
 
 
-def spec_sweep_bench_failure(failed, before, after, reachable=True, label='the configuration', host='the host'):
-    """The failed task's result, the unit probe's lines before and after -> {fault, diagnosis, replaced, crashed}."""
-    return classify_bench_failure(failed, before, after, reachable=reachable, label=label, host=host)
+def spec_sweep_bench_failure(failed, before, after, reachable=True, label='the configuration', host='the host', journal=None):
+    """The failed task's result, the unit probe's lines before and after, the served invocation's end in
+    its journal -> {fault, diagnosis, replaced, crashed}."""
+    return classify_bench_failure(failed, before, after, reachable=reachable, label=label, host=host, journal=journal)
 
 
 class FilterModule(object):

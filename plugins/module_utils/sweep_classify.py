@@ -14,6 +14,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+
 # What sglang_bench's fault says of its own accord: nothing of the configuration.
 _BENCH_FAULTS = {
     'stalled': 'found the server stalled',
@@ -24,6 +26,16 @@ _BENCH_FAULTS = {
 # (or a SIGTERM), or such a stop that outlasted TimeoutStopSec. SGLang 0.5.23 drains its requests
 # on SIGTERM (tokenizer_manager.sigterm_watchdog) and a benchmark keeps sending them.
 _NOT_A_CRASH_RESULTS = ('', 'success', 'timeout')
+# What SGLang 0.5.23 writes before it ends its own process tree: a child's exception (scheduler.py
+# run_scheduler_process, the detokenizer's, the tokenizer manager's, the DP controller's), a dead child
+# (utils/watchdog.py SubprocessWatchdog), the SIGQUIT that follows (entrypoints/engine.py
+# launch_phase_sigquit_handler, tokenizer_manager.py running_phase_sigquit_handler, which then
+# kill_process_tree: the main process SIGKILLs itself).
+SGLANG_CRASH_PATTERN = (r' hit an exception: |SIGQUIT received[.] |Received sigquit from a child process'
+                        r'|Subprocess .* crashed with exit code')
+# systemd's lines about the invocation: how its main process ended, and an OOM kill (systemd 252).
+SYSTEMD_END_PATTERN = r': Main process exited, code=|killed by the OOM killer|with result .oom-kill.'
+_SIGKILLED = 'Main process exited, code=killed, status=9/KILL'
 
 
 def _line(lines, index, default=''):
@@ -40,13 +52,28 @@ def _count(text):
         return 0
 
 
-def classify_bench_failure(failed, before, after, reachable=True, label='the configuration', host='the host'):
+def _killed_from_outside(journal):
+    """Whether the served invocation's main process died of a SIGKILL that SGLang did not send itself:
+    systemd saw it killed by signal 9, SGLang logged none of its crash lines and no OOM kill happened."""
+    if journal is None:
+        return False
+    lines = [str(line) for line in journal]
+    own = any(re.search(SGLANG_CRASH_PATTERN, line) for line in lines)
+    oom = any('OOM killer' in line or 'oom-kill' in line for line in lines)
+    return any(_SIGKILLED in line for line in lines) and not own and not oom
+
+
+def classify_bench_failure(failed, before, after, reachable=True, label='the configuration', host='the host',
+                           journal=None):
     """Classify a failed benchmark.
 
     ``failed``: the failed task's result (``msg``, ``fault``). ``before``, ``after``: the sweep's unit
     probe lines as the deployment left them and after the failure (InvocationID, NRestarts,
     ActiveState, Result; ``after`` then the system's state, ``stopping`` while it shuts down).
-    ``reachable``: whether the host answered after the failure.
+    ``reachable``: whether the host answered after the failure. ``journal``: the lines of the served
+    invocation's journal (its own and systemd's about it) that match SGLANG_CRASH_PATTERN or
+    SYSTEMD_END_PATTERN, or None when it could not be read: a crash is the configuration's verdict
+    unless systemd saw a SIGKILL that SGLang did not send itself.
 
     Returns ``{'fault': message or None, 'diagnosis': 'crashed_under_load' | 'server_error' | None,
     'replaced': bool, 'crashed': bool}``: exactly one of fault (infrastructure) and diagnosis (the
@@ -86,6 +113,12 @@ def classify_bench_failure(failed, before, after, reachable=True, label='the con
     if not replaced and fault != 'server_error':
         return infrastructure('benchmark of %s lost its connection to a server that is still running (%s): %s'
                               % (label, fault, msg[:300]))
+    if crashed and _killed_from_outside(journal):
+        return infrastructure(
+            'the server of %s was killed with SIGKILL during its benchmark by something outside SGLang (an operator\'s '
+            'kill -9, another tool, a container runtime): systemd saw its main process killed by signal 9, but its log '
+            'has none of the lines SGLang 0.5.23 writes before it ends its own process tree ("... hit an exception", '
+            '"SIGQUIT received") and the kernel\'s OOM killer was not involved; the benchmark: %s' % (label, msg[:300]))
     # The server crashed under the load, or it still runs and answered with its own errors.
     result['diagnosis'] = 'server_error' if fault == 'server_error' and not crashed else 'crashed_under_load'
     return result

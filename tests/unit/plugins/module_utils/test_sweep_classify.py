@@ -117,3 +117,55 @@ def test_a_lost_connection_to_a_server_that_still_runs_is_infrastructure(failed)
 def test_the_filter_is_the_function():
     found = FilterModule().filters()['spec_sweep_bench_failure'](LOST, BEFORE, after('', '0', 'activating', 'signal'), label='steps 4')
     assert found['diagnosis'] == 'crashed_under_load'
+
+
+# The served invocation's end as `journalctl INVOCATION_ID=ID + _SYSTEMD_INVOCATION_ID=ID` shows it (systemd 252,
+# SGLang 0.5.23's lines), filtered by the role's pattern (roles/sweep/vars/main.yml).
+KILLED = 'sglang-qwen.service: Main process exited, code=killed, status=9/KILL'
+SCHEDULER = '[2026-12-06 15:30:46 TP0] Scheduler hit an exception: Traceback (most recent call last):'
+SIGQUIT = '[2026-12-06 15:30:46] SIGQUIT received. signum=None, frame=None. It usually means one child failed.'
+WATCHDOG = '[2026-12-06 15:30:46] Subprocess scheduler_0 (pid=412) crashed with exit code -11. Triggering SIGQUIT for cleanup...'
+LAUNCH = '[2026-12-06 15:30:46] Received sigquit from a child process. It usually means the child failed.'
+OOM = 'sglang-qwen.service: A process of this unit has been killed by the OOM killer.'
+RESTARTED = after('3c613e5e', '1', 'active', 'success')
+
+
+@pytest.mark.parametrize('journal', [
+    [SCHEDULER, SIGQUIT, KILLED],          # a scheduler's exception: SGLang kills its own tree
+    [WATCHDOG, SIGQUIT, KILLED],           # a child died without a Python exception (NCCL, segfault)
+    [LAUNCH, KILLED],                      # before the first request
+    [OOM, KILLED],                         # the kernel's OOM killer
+    ['sglang-qwen.service: Main process exited, code=dumped, status=11/SEGV'],
+    ['sglang-qwen.service: Main process exited, code=exited, status=1/FAILURE'],
+    [],                                    # nothing matched (journald lost it): no evidence of an outside kill
+    None,                                  # the journal could not be read
+], ids=['scheduler-exception', 'child-died', 'launch-phase', 'oom-killer', 'segfault', 'exit-code', 'no-lines', 'unread'])
+def test_a_crash_with_sglangs_own_end_or_without_an_outside_sigkill_is_the_configurations_verdict(journal):
+    found = classify(LOST, RESTARTED, journal=journal)
+    assert found['diagnosis'] == 'crashed_under_load', found
+    assert found['fault'] is None
+
+
+@pytest.mark.parametrize('after_lines', [RESTARTED, after('', '0', 'activating', 'signal'), after('', '0', 'failed', 'signal')],
+                         ids=['auto-restarted', 'auto-restart-pending', 'restart-no'])
+def test_a_sigkill_sglang_did_not_send_itself_is_infrastructure(after_lines):
+    found = classify(LOST, after_lines, journal=[KILLED, "sglang-qwen.service: Failed with result 'signal'."])
+    assert found['diagnosis'] is None, found
+    assert found['fault'].startswith('the server of steps 4 was killed with SIGKILL during its benchmark by something outside SGLang')
+    assert 'connection closed' in found['fault']
+
+
+def test_the_roles_journal_pattern_is_the_classifiers():
+    """classify.yml greps the journal on the host with the role's pattern; it must select what the classifier reads."""
+    import os
+    import re
+    import yaml
+    from ansible_collections.llmops.sglang.plugins.module_utils import sweep_classify
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, '..', '..', '..', '..', 'roles', 'sweep', 'vars', 'main.yml')) as fh:
+        pattern = yaml.safe_load(fh)['_sweep_journal_end_pattern']
+    assert pattern == sweep_classify.SGLANG_CRASH_PATTERN + '|' + sweep_classify.SYSTEMD_END_PATTERN
+    for line in (KILLED, SCHEDULER, SIGQUIT, WATCHDOG, LAUNCH, OOM, "sglang-qwen.service: Failed with result 'oom-kill'."):
+        assert re.search(pattern, line), line
+    for line in ('[2026-12-06 15:30:40 TP0] Decode batch. #running-req: 2', 'Started sglang-qwen.service - SGLang'):
+        assert not re.search(pattern, line), line
