@@ -125,7 +125,7 @@ def _load(url, clients):
             outcome.append(Client(url).post("/generate", LONG)[0])
         except OSError as exc:  # the crash cut it off
             outcome.append(exc)
-    threads = [threading.Thread(target=run) for _ in range(clients)]
+    threads = [threading.Thread(target=run) for client in range(clients)]
     for thread in threads:
         thread.start()
     for thread in threads:
