@@ -26,6 +26,11 @@ files (named unit, env, config, ...) and config.json, which lists them. NAME=PAT
 each file lives. The files in place that differ from their last good copies are put back (the
 owner and mode of the copy, written atomically), systemd reloads, and the unit starts again.
 
+Nor does it act on files written after the failed process started: that process never ran them.
+A crash under load that systemd's restarts cannot bring back (StartLimitBurst) can fail the unit
+just as the role deploys the next configuration, between its render and its watch; the files
+in place are then that deployment's, and it starts and watches them itself.
+
 Nothing is done when every file in place is already the last good one: then the failure is not a
 deployment's (a GPU fell off, the model directory went away), and restarting the same
 configuration would only loop. Nothing is done either without a last good configuration (a
@@ -41,6 +46,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import urllib.request
 
 GUARD_RECORD = "guard.json"
@@ -134,6 +140,28 @@ def _result(unit):
     return _show(unit, "Result")
 
 
+def _last_start(unit):
+    """When systemd last started the unit's main process, in seconds of CLOCK_MONOTONIC (None: never)."""
+    try:
+        usec = int(_show(unit, "ExecMainStartTimestampMonotonic") or 0)
+    except ValueError:
+        return None
+    return usec / 1e6 if usec > 0 else None
+
+
+def _written_since(paths, names, since):
+    """The names of the files in place written after ``since`` (CLOCK_MONOTONIC seconds, as systemd's)."""
+    offset = time.time() - time.monotonic()
+    out = []
+    for name in names:
+        try:
+            if os.stat(paths[name]).st_mtime - offset > since:
+                out.append(name)
+        except FileNotFoundError:
+            pass
+    return out
+
+
 def _ready(url):
     """Whether the server answers a one-token generation (SGLang's /health* paths need no API key)."""
     try:
@@ -158,6 +186,20 @@ def _restart_on_last_good(unit, last_good_dir, restored, record, message):
 
 def failed(unit, last_good_dir, paths):
     """systemd gave up on the unit (OnFailure=): roll back a configuration that never reached ready."""
+    try:
+        differing, record = plan(last_good_dir, paths)
+    except (OSError, ValueError):
+        differing, record = [], None  # restore() below reports it
+    started = _last_start(unit)
+    newer = _written_since(paths, differing, started) if differing and started is not None else []
+    if newer:
+        # The process that failed never ran these files: a deployment wrote them after it started (a crash
+        # that systemd's restarts could not bring back, StartLimitBurst, just as the role deploys the next
+        # configuration). Putting the last good files back would overwrite that deployment's.
+        print("%s failed, but its files that differ from the last good configuration (%s) were written after its "
+              "last start: that process did not run them, a deployment wrote them since and starts them itself. "
+              "Nothing to do." % (unit, ", ".join(newer)))
+        return 0
     try:
         restored, record = restore(last_good_dir, paths)
     except (OSError, ValueError) as exc:

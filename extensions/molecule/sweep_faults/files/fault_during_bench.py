@@ -46,6 +46,18 @@ def main():
         else:
             subprocess.run([TESTHOST, 'destroy', host], check=True, stdout=subprocess.DEVNULL)
         proc.wait(timeout=300)
+        if kind == 'run':
+            # The host's side of the story (systemd's lines and the server's), kept beside the sweep's log:
+            # a failed assertion leaves no host to look at.
+            with open(log + '.journal', 'w') as out:
+                subprocess.run([TESTHOST, 'ssh', host, 'journalctl --since=-10min -o short-precise --no-pager | tail -n 400'],
+                               stdout=out, stderr=subprocess.STDOUT, check=False)
+    keep = os.path.join(os.environ.get('MOLECULE_PROJECT_DIRECTORY', '.'), 'tests', 'output', 'molecule', 'sweep_faults-logs')
+    os.makedirs(keep, exist_ok=True)
+    for path in (log, log + '.journal'):
+        if os.path.exists(path):
+            with open(path) as src, open(os.path.join(keep, os.path.basename(path)), 'w') as dst:
+                dst.write(src.read())
     print(proc.returncode)
     return 0
 

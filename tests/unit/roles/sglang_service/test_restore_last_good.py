@@ -7,6 +7,7 @@ import importlib.util
 import json
 import os
 import stat
+import time
 
 import pytest
 
@@ -15,6 +16,12 @@ SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles"
 spec = importlib.util.spec_from_file_location("restore_last_good", SCRIPT)
 restore_last_good = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(restore_last_good)
+
+
+@pytest.fixture(autouse=True)
+def never_started(monkeypatch):
+    """systemd knows no start of the unit unless a test says when it was (the machine's systemctl is not asked)."""
+    monkeypatch.setattr(restore_last_good, "_last_start", lambda unit: None)
 
 
 @pytest.fixture
@@ -202,3 +209,37 @@ def test_a_stop_that_outlasted_timeoutstopsec_is_a_stop_not_a_failure_to_report(
     assert restore_last_good.main(["sglang.service", last_good] + ["%s=%s" % kv for kv in paths.items()]) == 0
     assert "its stop outlasted TimeoutStopSec" in capsys.readouterr().out
     assert not os.path.exists(os.path.join(last_good, restore_last_good.GUARD_RECORD))
+
+
+def test_files_written_after_the_failed_process_started_are_a_deployments_and_stay(host, monkeypatch, capsys):
+    """The unit failed (StartLimitBurst after a crash) while the role deploys the next configuration: the
+    process that failed ran the last good files, the differing ones were written after its start."""
+    paths, last_good = host
+    started = time.monotonic() - 30.0  # the config file in place (steps 10) is younger
+    monkeypatch.setattr(restore_last_good, "_last_start", lambda unit: started)
+    monkeypatch.setattr(restore_last_good, "_systemctl", lambda *args: pytest.fail("systemctl %s" % (args,)))
+    assert restore_last_good.main(["sglang.service", last_good] + ["%s=%s" % kv for kv in paths.items()]) == 0
+    with open(paths["config"]) as fh:
+        assert fh.read() == "speculative-num-steps: 10\n"  # the deployment's file stays
+    assert not os.path.exists(os.path.join(last_good, restore_last_good.GUARD_RECORD))
+    assert "were written after its last start" in capsys.readouterr().out
+
+
+def test_files_the_failed_process_ran_are_put_back(host, monkeypatch):
+    paths, last_good = host
+    calls = []
+    monkeypatch.setattr(restore_last_good, "_last_start", lambda unit: time.monotonic() + 1.0)  # started after the write
+    monkeypatch.setattr(restore_last_good, "_systemctl", lambda *args: calls.append(list(args)))
+    assert restore_last_good.main(["sglang.service", last_good] + ["%s=%s" % kv for kv in paths.items()]) == 0
+    with open(paths["config"]) as fh:
+        assert fh.read() == "speculative-num-steps: 4\n"
+    assert calls[-1] == ["start", "--no-block", "sglang.service"]
+
+
+def test_the_last_start_is_read_from_systemds_monotonic_timestamp(monkeypatch):
+    monkeypatch.undo()
+    shown = {"ExecMainStartTimestampMonotonic": "5000000"}
+    monkeypatch.setattr(restore_last_good, "_show", lambda unit, prop: shown[prop])
+    assert restore_last_good._last_start("sglang.service") == 5.0
+    shown["ExecMainStartTimestampMonotonic"] = "0"
+    assert restore_last_good._last_start("sglang.service") is None
