@@ -429,7 +429,8 @@ def test_sigterm_during_loading_exits_promptly(tmp_path):
         while "Load weight begin" not in sim.output() and time.time() < deadline:
             time.sleep(0.05)
         start = time.time()
-        assert sim.stop(sig=signal.SIGTERM) == 0
+        # 0.5.23 has no SIGTERM handler on node rank 0 while it loads: the default action ends it.
+        assert sim.stop(sig=signal.SIGTERM) == -signal.SIGTERM
         assert time.time() - start < 3
         assert "fired up" not in sim.output()
     finally:

@@ -154,3 +154,13 @@ def test_the_profile_fault_spares_configurations_below_its_step_count(tmp_path):
     with SimProcess(ARGS, profile=_crashing(tmp_path, 2, 4)) as sim:  # ARGS run steps 3
         assert _load(sim.url, 4) == [200] * 4
         assert sim.proc.poll() is None
+
+
+def test_sigterm_while_loading_ends_the_process_by_the_signal(tmp_path):
+    """No handler yet on node rank 0 in 0.5.23 (uvicorn's comes with the port): the default action."""
+    profile = write_profile({"timing": {"load_time_s": 5.0}}, directory=str(tmp_path))
+    with SimProcess(ARGS, profile=profile, wait=False) as sim:
+        time.sleep(1.0)
+        sim.proc.send_signal(signal.SIGTERM)
+        assert sim.proc.wait(10) == -signal.SIGTERM
+        assert "SIGTERM received" not in sim.output()

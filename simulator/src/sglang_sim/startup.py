@@ -221,7 +221,11 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
     done, _pending = await asyncio.wait([phase_task, stop_task], return_when=asyncio.FIRST_COMPLETED)
     if stop_task in done:
         phase_task.cancel()
-        log.main("Received SIGTERM during startup, exiting.")
+        if not interrupt.is_set():
+            # SGLang 0.5.23 has no SIGTERM handler on node rank 0 until uvicorn runs (engine.py installs
+            # one for the other ranks only): the signal's default action ends the process.
+            loop.remove_signal_handler(signal.SIGTERM)  # back to SIG_DFL
+            os.kill(os.getpid(), signal.SIGTERM)
         return 0
     code = phase_task.result()
     if code == KILLED_TREE:
