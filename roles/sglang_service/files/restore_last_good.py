@@ -197,8 +197,8 @@ def failed(unit, last_good_dir, paths):
         # that systemd's restarts could not bring back, StartLimitBurst, just as the role deploys the next
         # configuration). Putting the last good files back would overwrite that deployment's.
         print("%s failed, but its files that differ from the last good configuration (%s) were written after its "
-              "last start: that process did not run them, a deployment wrote them since and starts them itself. "
-              "Nothing to do." % (unit, ", ".join(newer)))
+              "last start: that process did not run them. A deployment in progress starts and watches them itself "
+              "(if none is, re-run the deployment or start the unit). Nothing to do." % (unit, ", ".join(newer)))
         return 0
     try:
         restored, record = restore(last_good_dir, paths)
