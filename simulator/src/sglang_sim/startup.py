@@ -26,18 +26,23 @@ CUDA_GRAPH_FAILED_SOLUTIONS = (
 )
 
 
-def _scheduler_crash(log, exc_line, where):
-    """What SGLang 0.5.x prints when a scheduler process dies during init."""
+def _scheduler_exception(log, line, call, where, exc_line):
+    """What a scheduler process logs before it sends SIGQUIT to the main process (SGLang 0.5.23
+    scheduler.py run_scheduler_process: "Scheduler hit an exception: " and the traceback)."""
     log.tp("Scheduler hit an exception: Traceback (most recent call last):\n"
-           '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2970, in run_scheduler_process\n'
-           "    scheduler = Scheduler(\n"
+           '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line %d, in run_scheduler_process\n'
+           "    %s\n"
            '  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/model_runner.py", line 0, in %s\n'
-           "%s" % (where, exc_line))
-    log.main("Received sigquit from a child process. It usually means the child failed.")
+           "%s" % (line, call, where, exc_line))
 
 
-# A startup phase's end when a scheduler failed: its lines are out, the launch-phase SIGQUIT handler
-# ends the process tree (the simulator's own [sglang-sim] hint comes before that).
+def _scheduler_crash(log, exc_line, where):
+    """A scheduler process that dies during init (its SIGQUIT is handled once the phase returns KILLED_TREE)."""
+    _scheduler_exception(log, 2970, "scheduler = Scheduler(", where, exc_line)
+
+
+# A startup phase's end when a scheduler failed: its lines are out (the simulator's own [sglang-sim]
+# hint after them), and the SIGQUIT it sent reaches the launch-phase handler, which ends the process tree.
 KILLED_TREE = "killed"
 
 
@@ -64,12 +69,9 @@ def crash_under_load(log, running, tried_gib, total_gib):
     """The profile's crash under load (faults.crash_at_running_requests): a scheduler that hits an
     exception in its event loop logs it and sends SIGQUIT to the main process (scheduler.py
     run_scheduler_process), which ends the process tree."""
-    log.tp("Scheduler hit an exception: Traceback (most recent call last):\n"
-           '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 6367, in run_scheduler_process\n'
-           "    scheduler.run_event_loop()\n"
-           '  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/model_runner.py", line 0, in forward\n'
-           "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate %.2f GiB. GPU 0 has a total capacity of %.2f GiB "
-           "of which 0 bytes is free." % (tried_gib, total_gib))
+    _scheduler_exception(log, 6367, "scheduler.run_event_loop()", "forward",
+                         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate %.2f GiB. GPU 0 has a total capacity "
+                         "of %.2f GiB of which 0 bytes is free." % (tried_gib, total_gib))
     log.raw("[sglang-sim] profile fault: crash at %d running requests (faults.crash_at_running_requests)" % running)
     os.kill(os.getpid(), signal.SIGQUIT)
 
@@ -149,7 +151,6 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
         if tp > hw["gpu_count"]:
             log.tp("Scheduler hit an exception: RuntimeError: CUDA error: invalid device ordinal "
                    "(tp_size=%d but this machine has %d GPUs)" % (tp, hw["gpu_count"]))
-            log.main("Received sigquit from a child process. It usually means the child failed.")
             return KILLED_TREE
         log.tp("Init torch distributed begin.")
         log.tp("Init torch distributed ends. mem usage=%.2f GB" % hw["runtime_overhead_gib"])
@@ -229,7 +230,7 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
         return 0
     code = phase_task.result()
     if code == KILLED_TREE:
-        _kill_process_tree(log)  # no return: the process SIGKILLs itself
+        sigquit(log, running_phase=False)  # no return: the process SIGKILLs itself
     if code:
         stop_task.cancel()
         return code
