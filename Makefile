@@ -9,8 +9,9 @@ export PATH := $(BIN):$(PATH)
 export ANSIBLE_HOST_KEY_CHECKING := false
 
 # Debian packages the tests need: nspawn + debootstrap for the systemd test hosts, the ssh
-# client Ansible uses, venv for the toolchain, git for ansible-test's file listing.
-APT_PACKAGES := systemd-container debootstrap openssh-client python3-venv git make
+# client Ansible uses, venv for the toolchain, git for ansible-test's file listing, shellcheck for
+# ansible-test sanity's shellcheck test (skipped, with a warning only, where it is missing).
+APT_PACKAGES := systemd-container debootstrap openssh-client python3-venv git make shellcheck
 
 .PHONY: help deps venv install lint sanity pytest molecule test demo testhosts-down clean
 
@@ -35,8 +36,14 @@ $(VENV)/.installed: requirements-dev.txt $(wildcard simulator/pyproject.toml)
 install: venv  ## Install this checkout as llmops.sglang into .ansible/collections
 	ansible-galaxy collection install --force -p .ansible/collections . >/dev/null
 
-lint: venv install  ## ansible-lint, production profile
+# The shell tools (ansible-test's shellcheck test reads only *.sh files).
+SHELL_SCRIPTS := .ci/run tools/demo.sh tools/run-molecule tools/run-sanity tools/run-tests \
+	tools/sglang-reference-venv.sh tools/lib/idle-cgroup.bash tools/lib/test-slots.bash
+
+lint: venv install  ## ansible-lint (production profile) and shellcheck of the shell tools
 	ansible-lint --profile production
+	@command -v shellcheck >/dev/null || { echo "shellcheck is missing: make deps installs it"; exit 1; }
+	shellcheck -x $(SHELL_SCRIPTS)
 
 sanity: venv  ## ansible-test sanity on a copy under ansible_collections/llmops/sglang
 	tools/run-sanity

@@ -32,6 +32,7 @@ idle_cgroup_join() {
 # idle_cgroup_remove DIR: once its tasks ended (a cgroup with tasks cannot be removed).
 idle_cgroup_remove() {
   [ -n "$1" ] && [ -d "$1" ] || return 0
-  local i; for i in 1 2 3 4 5 6 7 8 9 10; do rmdir "$1" 2>/dev/null && return 0; sleep 1; done
+  local tries=10
+  while [ "$tries" -gt 0 ]; do rmdir "$1" 2>/dev/null && return 0; sleep 1; tries=$((tries - 1)); done
   echo "could not remove $1 (tasks left in it)"
 }

@@ -14,6 +14,7 @@
 #
 # Needs: lock_dir (the directory of the lock files).
 
+: "${lock_dir:?test-slots.bash needs lock_dir}"
 test_slots=${LLMOPS_TEST_SLOTS:-2}
 held_slot_fds=()
 
