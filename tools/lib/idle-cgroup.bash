@@ -29,6 +29,13 @@ idle_cgroup_join() {
   [ -z "$1" ] || echo "$BASHPID" > "$1/cgroup.procs"
 }
 
+# idle_cgroup_kill DIR: ends every process in DIR (an interrupted run's idle work, its children included,
+# and nothing else).
+idle_cgroup_kill() {
+  [ -n "$1" ] && [ -r "$1/cgroup.procs" ] || return 0
+  xargs -r kill 2>/dev/null < "$1/cgroup.procs" || true
+}
+
 # idle_cgroup_remove DIR: once its tasks ended (a cgroup with tasks cannot be removed).
 idle_cgroup_remove() {
   [ -n "$1" ] && [ -d "$1" ] || return 0
