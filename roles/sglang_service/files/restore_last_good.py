@@ -195,10 +195,13 @@ def failed(unit, last_good_dir, paths):
     if newer:
         # The process that failed never ran these files: a deployment wrote them after it started (a crash
         # that systemd's restarts could not bring back, StartLimitBurst, just as the role deploys the next
-        # configuration). Putting the last good files back would overwrite that deployment's.
-        print("%s failed, but its files that differ from the last good configuration (%s) were written after its "
-              "last start: that process did not run them. A deployment in progress starts and watches them itself "
-              "(if none is, re-run the deployment or start the unit). Nothing to do." % (unit, ", ".join(newer)))
+        # configuration). Putting the last good files back would overwrite that deployment's. The note is for
+        # an interrupted deployment that wrote them (the unit stays failed): the role's next run reports it. A
+        # deployment in progress that reaches ready removes it.
+        _report(last_good_dir, unit, "none", [], record, (
+            "%s failed, but its files that differ from the last good configuration (%s) were written after its "
+            "last start: that process did not run them. A deployment in progress starts and watches them itself "
+            "(if none is, re-run the deployment or start the unit). Nothing to do." % (unit, ", ".join(newer))))
         return 0
     try:
         restored, record = restore(last_good_dir, paths)

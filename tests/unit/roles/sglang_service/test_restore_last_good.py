@@ -221,8 +221,11 @@ def test_files_written_after_the_failed_process_started_are_a_deployments_and_st
     assert restore_last_good.main(["sglang.service", last_good] + ["%s=%s" % kv for kv in paths.items()]) == 0
     with open(paths["config"]) as fh:
         assert fh.read() == "speculative-num-steps: 10\n"  # the deployment's file stays
-    assert not os.path.exists(os.path.join(last_good, restore_last_good.GUARD_RECORD))
     assert "were written after its last start" in capsys.readouterr().out
+    # For the role's next run, should no deployment be in progress (one that reaches ready removes it).
+    assert _note(last_good)["action"] == "none"
+    assert _note(last_good)["restored"] == []
+    assert "were written after its last start" in _note(last_good)["message"]
 
 
 def test_files_the_failed_process_ran_are_put_back(host, monkeypatch):
