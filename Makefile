@@ -49,7 +49,7 @@ sanity: venv  ## ansible-test sanity on a copy under ansible_collections/llmops/
 	tools/run-sanity
 
 pytest: venv  ## Unit, contract and integration tests (pytest, on $(PYTEST_WORKERS) workers)
-	pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
+	pytest -n $(PYTEST_WORKERS) --dist loadfile
 
 molecule: venv deps  ## Every molecule scenario on real systemd test hosts
 	tools/run-molecule

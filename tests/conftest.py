@@ -35,12 +35,3 @@ from ansible.utils.collection_loader import AnsibleCollectionConfig  # noqa: E40
 
 if AnsibleCollectionConfig.collection_finder is None:
     init_plugin_loader([_BASE])
-
-
-def pytest_collection_modifyitems(session, config, items):
-    """Test files that hold a test marked ``slow`` first, the rest in their order. pytest-xdist's
-    ``--dist loadfile`` (with ``--no-loadscope-reorder``) hands out files in this order: a long file
-    that starts last holds up the end of the run (six workers: 104-121 s with the longest file, 86 s,
-    often started late)."""
-    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow_files)  # stable: files stay whole and in order

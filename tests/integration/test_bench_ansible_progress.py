@@ -13,8 +13,6 @@ import json
 import re
 import time
 
-import pytest
-
 from bench_runs import STEADY_LEN, adhoc, run_role
 
 
@@ -24,7 +22,6 @@ STATUS = re.compile(r'(?m)^localhost steps 4: level (?P<level>\d+)/2 concurrency
                     r'(?P<done>\d+)/(?P<asked>\d+) requests, (?P<rate>[0-9.]+) tok/s, \d+ s in the level, (?P<all>\d+) s in all$')
 
 
-@pytest.mark.slow
 def test_role_shows_progress_while_a_long_benchmark_runs(env, tmp_path, slow_server):
     """A benchmark of more than 30 s prints a status line every 5 s with the level, the requests done of
     those asked and the rate; the module's result is used as without progress, and nothing is left behind."""

@@ -79,7 +79,6 @@ def test_stopped_server_at_the_start_is_a_stall_not_a_hang(sim):
     assert time.time() - started < STALL_S + 3
 
 
-@pytest.mark.slow
 def test_burst_after_a_short_stop_is_not_a_measurement(sim):
     """Stopped for less than the stall deadline: the requests queued meanwhile come out at once."""
     def pause():

@@ -63,7 +63,6 @@ def accuracy_sim(accuracy_profile):
     sim.stop()
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("concurrency", [1, 8, 32, 64])
 def test_accuracy_against_the_profile(accuracy_sim, accuracy_profile, concurrency):
     profile = sim_profile.load_profile(accuracy_profile)
