@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(CURDIR)/$(VENV)/bin
 # pytest workers (pytest-xdist); a plain `pytest FILE` runs in one process.
-PYTEST_WORKERS ?= 6
+PYTEST_WORKERS ?= 4
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_HOST_KEY_CHECKING := false
 
