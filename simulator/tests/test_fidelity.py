@@ -39,8 +39,9 @@ def test_measured_matches_prediction(sim, concurrency):
     assert abs(per_request) < 0.02, (got, pred)
     # Aggregate between 4% below and 1% above the lock-step value: predict() prefills each round in one
     # batch, but a round's requests reach the server over a few ms and can take two or three prefill
-    # batches (8 ms each of a 0.6 s round at c=8: -1.5% measured here on a quiet machine), plus the
-    # client's turnaround between requests. Nothing makes the server faster than its model (+1%: timing).
+    # batches (18 ms each of a 0.65 s round at c=8), plus the client's turnaround between requests:
+    # -0.5% at c=1 and -2% to -2.5% at c=8 on a quiet machine, -2.8% at worst with three busy loops
+    # beside it on 2 cores. Nothing makes the server faster than its model (+1%: timing).
     assert -0.04 < aggregate < 0.01, (got, pred)
     # Deterministic acceptance: an N-token request takes exactly ceil((N - 1) / E) verify passes.
     assert got["accept_length"] == pytest.approx(128 / math.ceil(127 / pred["accept_length"]), rel=1e-3)
