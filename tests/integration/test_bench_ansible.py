@@ -17,13 +17,13 @@ import os
 
 import pytest
 
-from bench_runs import STEADY_LEN, STEP_S, adhoc, playbook, run_role
+from bench_runs import STEADY_LEN, STEADY_STEPS, STEP_S, adhoc, playbook, run_role
 from harness import ROOT, free_port
 
 
 def test_module_measures_and_sets_facts(env, tmp_path, server):
-    # 150 decode tokens in 50 steps: 0.2 s of decoding, so that a few milliseconds of a busy machine's
-    # scheduling delay stay well inside the tolerance (10 steps, 40 ms, were 8% off at load 2.8).
+    # 300 decode tokens in 100 steps: 0.4 s of decoding, so that a busy machine's scheduling delay stays
+    # well inside the tolerance (10 steps, 40 ms, were 8% off at load 2.8; see bench_runs.STEADY_LEN).
     rc, res = adhoc(env, tmp_path, {"url": server, "concurrency_levels": [1, 3], "requests_per_level": 6,
                                     "output_len": STEADY_LEN, "input_len": 8})
     assert rc == 0, res
@@ -32,10 +32,10 @@ def test_module_measures_and_sets_facts(env, tmp_path, server):
     assert res["ansible_facts"]["sglang_bench"]["levels"] == res["levels"]
     for lvl in res["levels"]:
         assert lvl["requests_completed"] == 6 and lvl["requests_failed"] == 0
-        assert lvl["output_tokens"] == 6 * 151
+        assert lvl["output_tokens"] == 6 * STEADY_LEN
         # the schedule's decode rate: ACCEPT tokens per step of STEP_S
-        assert lvl["per_request_tok_s"]["median"] == pytest.approx(150 / (50 * STEP_S), rel=0.05)
-        assert lvl["accept_length"] == pytest.approx(151 / 50.0)
+        assert lvl["per_request_tok_s"]["median"] == pytest.approx((STEADY_LEN - 1) / (STEADY_STEPS * STEP_S), rel=0.05)
+        assert lvl["accept_length"] == pytest.approx(STEADY_LEN / float(STEADY_STEPS))
         assert lvl["max_running_requests"] == 48
         for key in ("ttft_s", "itl_s", "tpot_s", "e2e_latency_s"):
             assert set(lvl[key]) == {"mean", "p50", "p90", "p99"}

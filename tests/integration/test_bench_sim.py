@@ -331,13 +331,15 @@ def test_warmup_levels_says_which_levels_warm_up(metrics_sim, warmup_levels, war
 
 def test_adaptive_stops_a_precise_level_early_and_measures_the_others_briefly(accuracy_sim):
     # The deterministic profile: the median per-request rate is known at once, so concurrency 1
-    # stops at the first check the rule can make (8 requests); concurrency 4 is not ranked.
+    # stops at the first check the rule can make (8 requests) on a quiet machine, a request or two
+    # later when a busy one delays a chunk (9 in a CI run beside three other test workers), far below
+    # the cap; concurrency 4 is not ranked.
     result, problem = run(params(accuracy_sim.url, output_len=64, stop="adaptive", stop_metric="per_request",
                                  target_precision=0.01, precision_levels=[1]), [1, 4])
     assert problem is None
     c1, c4 = result["levels"]
     assert c1["stop"]["mode"] == "adaptive" and c1["stop"]["reached"] and c1["stop"]["why"] == "precision"
-    assert c1["requests_completed"] == 8 == c1["stop"]["requests"]
+    assert 8 <= c1["requests_completed"] == c1["stop"]["requests"] <= 12 < c1["stop"]["max_requests"]
     assert c1["precision"]["per_request"]["relative"] <= 0.01
     assert c4["stop"] == {"mode": "minimum", "requests": 4} and c4["requests_completed"] == 4
     assert result["workload"]["stop"] == "adaptive" and result["workload"]["requests_per_level"] is None
