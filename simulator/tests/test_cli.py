@@ -104,6 +104,22 @@ def test_cuda_graph_capture_failure_lists_solutions():
     assert "Capture cuda graph begin." in proc.stdout
 
 
+def test_more_ranks_than_gpus_fail_as_sglang_does():
+    # SGLang 0.5.23 ModelRunner.__init__: the first rank without a GPU logs its context, set_device's
+    # error reaches run_scheduler_process, whose SIGQUIT ends the tree (the main process SIGKILLs itself).
+    proc = run_sim(["--tp-size", "8"])  # the fast profile has 4 GPUs
+    assert proc.returncode == -9
+    lines = proc.stdout.splitlines()
+    context = [i for i, line in enumerate(lines) if "TP4] Context: self.device='cuda' get_device().gpu_id=4 " in line]
+    crash = [i for i, line in enumerate(lines) if "TP4] Scheduler hit an exception: Traceback" in line]
+    ordinal = [i for i, line in enumerate(lines) if line == "torch.AcceleratorError: CUDA error: invalid device ordinal"]
+    quit_line = [i for i, line in enumerate(lines) if "Received sigquit from a child process." in line]
+    assert context and crash and ordinal and quit_line
+    assert context[0] < crash[0] < ordinal[0] < quit_line[0]
+    assert "get_parallel().tp_size=8" in lines[context[0]]
+    assert "Init torch distributed begin." not in proc.stdout and "Load weight begin" not in proc.stdout
+
+
 def test_weights_that_do_not_fit_are_cuda_oom():
     proc = run_sim(["--tp-size", "1"])
     assert proc.returncode != 0 and "torch.OutOfMemoryError: CUDA out of memory" in proc.stdout

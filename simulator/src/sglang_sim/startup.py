@@ -7,6 +7,7 @@ warm-up request; SIGTERM ends it as SGLang does: once serving, it drains (see ``
 import asyncio
 import os
 import signal
+import sysconfig
 import time
 
 from aiohttp import web
@@ -26,19 +27,53 @@ CUDA_GRAPH_FAILED_SOLUTIONS = (
 )
 
 
-def _scheduler_exception(log, line, call, where, exc_line):
+# Where SGLang's sources would be: the site-packages of the interpreter that runs the server (the
+# role installs SGLang into a venv), as a real traceback names them.
+SGLANG_SOURCES = os.path.join(sysconfig.get_paths()["purelib"], "sglang", "srt")
+
+# run_scheduler_process's frame (SGLang 0.5.23 managers/scheduler.py): during init, then serving.
+SCHEDULER_INIT = (6362, "scheduler = Scheduler(server_args, port_args)")
+SCHEDULER_LOOP = (6368, "scheduler.run_event_loop()")
+
+# The innermost frame of each failure, 0.5.23's file (under srt/), line, function and statement.
+FRAME_SET_DEVICE = ("model_executor/model_runner.py", 455, "__init__",
+                    "torch.get_device_module(self.device).set_device(get_device().gpu_id)")
+FRAME_LOAD_MODEL = ("model_executor/model_runner.py", 1312, "load_model", "loaded = load_model_with_memory_saver(")
+FRAME_KV_POOL = ("model_executor/pool_configurator.py", 99, "__post_init__", "raise RuntimeError(msg)")
+FRAME_CAPTURE = ("model_executor/runner/decode_cuda_graph_runner.py", 602, "__init__",
+                 "raise Exception(")
+FRAME_FORWARD = ("managers/scheduler.py", 4704, "run_batch", "batch_result = self.model_worker.forward_batch_generation(")
+
+
+# torch's message for a device index beyond the GPUs it sees (c10 cuda check, get_cuda_error_help).
+INVALID_DEVICE_ORDINAL = (
+    "torch.AcceleratorError: CUDA error: invalid device ordinal\n"
+    "GPU device may be out of range, do you have enough GPUs?\n"
+    "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be "
+    "incorrect.\n"
+    "For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
+    "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n"
+)
+
+
+def _scheduler_exception(log, outer, inner, exc_line, rank=0):
     """What a scheduler process logs before it sends SIGQUIT to the main process (SGLang 0.5.23
-    scheduler.py run_scheduler_process: "Scheduler hit an exception: " and the traceback)."""
+    scheduler.py run_scheduler_process: "Scheduler hit an exception: " and the traceback). The
+    traceback keeps its outermost and innermost frames only; what the diagnosis reads is the
+    exception line."""
+    path, line, func, code = inner
     log.tp("Scheduler hit an exception: Traceback (most recent call last):\n"
-           '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line %d, in run_scheduler_process\n'
+           '  File "%s", line %d, in run_scheduler_process\n'
            "    %s\n"
-           '  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/model_runner.py", line 0, in %s\n'
-           "%s" % (line, call, where, exc_line))
+           '  File "%s", line %d, in %s\n'
+           "    %s\n"
+           "%s" % (os.path.join(SGLANG_SOURCES, "managers", "scheduler.py"), outer[0], outer[1],
+                   os.path.join(SGLANG_SOURCES, path), line, func, code, exc_line), rank)
 
 
-def _scheduler_crash(log, exc_line, where):
+def _scheduler_crash(log, exc_line, inner, rank=0):
     """A scheduler process that dies during init (its SIGQUIT is handled once the phase returns KILLED_TREE)."""
-    _scheduler_exception(log, 2970, "scheduler = Scheduler(", where, exc_line)
+    _scheduler_exception(log, SCHEDULER_INIT, inner, exc_line, rank)
 
 
 # A startup phase's end when a scheduler failed: its lines are out (the simulator's own [sglang-sim]
@@ -69,7 +104,7 @@ def crash_under_load(log, running, tried_gib, total_gib):
     """The profile's crash under load (faults.crash_at_running_requests): a scheduler that hits an
     exception in its event loop logs it and sends SIGQUIT to the main process (scheduler.py
     run_scheduler_process), which ends the process tree."""
-    _scheduler_exception(log, 6367, "scheduler.run_event_loop()", "forward",
+    _scheduler_exception(log, SCHEDULER_LOOP, FRAME_FORWARD,
                          "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate %.2f GiB. GPU 0 has a total capacity "
                          "of %.2f GiB of which 0 bytes is free." % (tried_gib, total_gib))
     log.raw("[sglang-sim] profile fault: crash at %d running requests (faults.crash_at_running_requests)" % running)
@@ -149,8 +184,15 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
             log.main(w)
         log.main("server_args=ServerArgs(%s)" % ", ".join("%s=%r" % kv for kv in sorted(server_args_dict(args).items())))
         if tp > hw["gpu_count"]:
-            log.tp("Scheduler hit an exception: RuntimeError: CUDA error: invalid device ordinal "
-                   "(tp_size=%d but this machine has %d GPUs)" % (tp, hw["gpu_count"]))
+            # 0.5.23 ModelRunner.__init__: the first rank without a GPU logs its context and re-raises
+            # torch's error (torch 2.14: AcceleratorError, a RuntimeError) to run_scheduler_process.
+            rank = hw["gpu_count"]
+            log.tp("Context: self.device='cuda' get_device().gpu_id=%d os.environ.get('CUDA_VISIBLE_DEVICES')=%r "
+                   "get_parallel().tp_rank=%d get_parallel().tp_size=%d"
+                   % (rank, os.environ.get("CUDA_VISIBLE_DEVICES"), rank, tp), rank)
+            _scheduler_crash(log, INVALID_DEVICE_ORDINAL, FRAME_SET_DEVICE, rank)
+            log.raw("[sglang-sim] --tp-size %d needs %d GPUs; the profile has %d (hardware.gpu_count)"
+                    % (tp, tp, hw["gpu_count"]))
             return KILLED_TREE
         log.tp("Init torch distributed begin.")
         log.tp("Init torch distributed ends. mem usage=%.2f GB" % hw["runtime_overhead_gib"])
@@ -160,7 +202,7 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
         if plan["error"] == "cuda_out_of_memory":
             _scheduler_crash(log, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate %.2f GiB. GPU 0 has a total "
                                   "capacity of %.2f GiB of which 0 bytes is free." % (plan["oom_tried_gib"], hw["gpu_memory_gib"]),
-                             "load_model")
+                             FRAME_LOAD_MODEL)
             log.raw("[sglang-sim] %.2f GiB of weights per GPU do not fit in %.2f GiB: raise --tp-size (the profile has %d GPUs)"
                     % (plan["weights_gib"], plan["avail_before_weights_gib"], hw["gpu_count"]))
             return KILLED_TREE
@@ -174,7 +216,7 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
         await _phase(load * 0.05)
         if plan["error"] == "not_enough_memory":
             _scheduler_crash(log, "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
-                             "init_memory_pool")
+                             FRAME_KV_POOL)
             _memory_hint(log, plan)
             return KILLED_TREE
         if plan.get("mamba_slots") is not None:
@@ -190,7 +232,7 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
         failed_state = plan.get("graph_failed_state")
         if plan["error"] == "cuda_graph_capture_failed" and failed_state is None:
             _scheduler_crash(log, "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate %.2f GiB.\n%s"
-                             % (plan["cuda_graph_gib"], CUDA_GRAPH_FAILED_SOLUTIONS), "init_device_graphs")
+                             % (plan["cuda_graph_gib"], CUDA_GRAPH_FAILED_SOLUTIONS), FRAME_CAPTURE)
             log.raw("[sglang-sim] CUDA graphs need %.2f GiB, %.2f GiB is left outside the static pool after activations"
                     % (plan["cuda_graph_gib"], plan["graph_room_gib"]))
             return KILLED_TREE
@@ -204,7 +246,7 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
             await _phase(capture_s)
             if failed_state == i:
                 _scheduler_crash(log, "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate %.2f GiB.\n%s"
-                                 % (state["graph_gib"], CUDA_GRAPH_FAILED_SOLUTIONS), "init_device_graphs")
+                                 % (state["graph_gib"], CUDA_GRAPH_FAILED_SOLUTIONS), FRAME_CAPTURE)
                 log.raw("[sglang-sim] CUDA graphs of %d adaptive states need %.2f GiB, %.2f GiB is left outside the static pool "
                         "after activations" % (len(plan["adaptive_states"]) + 1, plan["cuda_graph_gib"], plan["graph_room_gib"]))
                 return KILLED_TREE
