@@ -120,6 +120,17 @@ DIAGNOSES = (
                   '(Not recommended. Huge performance loss)"',
     },
     {
+        'key': 'too_few_gpus',
+        # model_runner.py (0.5.23) ModelRunner.__init__: set_device(gpu_id) for a rank without a GPU;
+        # torch raises "CUDA error: invalid device ordinal" ("GPU device may be out of range, do you
+        # have enough GPUs?"), after the rank's "Context: ... get_parallel().tp_size=N" warning.
+        'pattern': re.compile(r'invalid device ordinal'),
+        'message': 'A tensor-parallel rank found no GPU: --tp-size (times --pp-size) asks for more GPUs than '
+                   'the server can see.',
+        'remedy': 'Set sglang_service_tp_size to the GPUs the host has (nvidia-smi -L lists them), or make them '
+                  'visible: check CUDA_VISIBLE_DEVICES in sglang_service_environment and --base-gpu-id.',
+    },
+    {
         'key': 'cuda_out_of_memory',
         # torch: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate ..."
         # (older torch: torch.cuda.OutOfMemoryError)

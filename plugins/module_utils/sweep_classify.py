@@ -16,6 +16,14 @@ __metaclass__ = type
 
 import re
 
+# Start failures (diagnosis.py keys) that say something of the host, not of the configuration: every
+# step count would fail the same way until the host is fixed. A sweep records none of them as a
+# verdict; it stops as for any infrastructure fault (roles/sweep/tasks/classify.yml reads the role's
+# copy, _sweep_host_start_diagnoses; a unit test keeps them equal).
+#   unbalanced_memory  another process holds (part of) a GPU: goes away once it is free
+#   too_few_gpus       more tensor-parallel ranks than GPUs the server can see
+HOST_START_DIAGNOSES = ('unbalanced_memory', 'too_few_gpus')
+
 # What sglang_bench's fault says of its own accord: nothing of the configuration.
 _BENCH_FAULTS = {
     'stalled': 'found the server stalled',

@@ -20,8 +20,8 @@ description:
     C(failed) or C(Restart=) brings it back to C(activating) (C(NRestarts) rises, C(MainPID) changes or
     C(SubState) is C(auto-restart)).
   - On a crash it reads the journal the unit wrote since O(journal_cursor) and names the cause
-    (bad_argument, not_enough_memory, cuda_graph_capture_failed, cuda_out_of_memory, unbalanced_memory
-    or unknown) with SGLang's own remedy and the last journal lines; a timeout is diagnosed as
+    (bad_argument, not_enough_memory, cuda_graph_capture_failed, too_few_gpus, cuda_out_of_memory,
+    unbalanced_memory or unknown) with SGLang's own remedy and the last journal lines; a timeout is diagnosed as
     C(timeout).
   - Once ready it reads C(/server_info) (C(/get_server_info) on servers older than SGLang 0.5.23,
     which deprecates that name) and compares it with O(expect); any difference fails with the
@@ -272,7 +272,8 @@ diagnosis:
     key:
       description: >-
         One of bad_argument (SGLang 0.5.23's parser refused a flag; names the valid spelling), not_enough_memory,
-        cuda_graph_capture_failed, cuda_out_of_memory, unbalanced_memory, timeout, verification_mismatch,
+        cuda_graph_capture_failed, too_few_gpus (more tensor-parallel ranks than visible GPUs), cuda_out_of_memory,
+        unbalanced_memory, timeout, verification_mismatch,
         speculative_adaptive_disabled, unknown.
       type: str
     message:

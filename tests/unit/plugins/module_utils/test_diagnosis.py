@@ -49,6 +49,17 @@ UNBALANCED = START[:1] + [
     "min_per_gpu_memory=40.1, local_gpu_memory=94.5, local_gpu_memory * 0.9=85.05",
 ] + DEATH
 
+# 0.5.23 with --tp-size 8 on a host with 4 GPUs (ModelRunner.__init__, torch 2.14)
+TOO_FEW_GPUS = START[:1] + [
+    "[2026-11-29 19:00:09 TP4] Context: self.device='cuda' get_device().gpu_id=4 "
+    "os.environ.get('CUDA_VISIBLE_DEVICES')=None get_parallel().tp_rank=4 get_parallel().tp_size=8",
+    "[2026-11-29 19:00:09 TP4] Scheduler hit an exception: Traceback (most recent call last):",
+    '  File "/opt/sglang/venv/lib/python3.11/site-packages/sglang/srt/model_executor/model_runner.py", line 455, in __init__',
+    "    torch.get_device_module(self.device).set_device(get_device().gpu_id)",
+    "torch.AcceleratorError: CUDA error: invalid device ordinal",
+    "GPU device may be out of range, do you have enough GPUs?",
+] + DEATH
+
 UNKNOWN = START + [
     "ModuleNotFoundError: No module named 'flashinfer'",
 ] + DEATH
@@ -77,6 +88,7 @@ CHOICE = USAGE + ["sglang-qwen[4711]: sglang serve: error: argument --kv-cache-d
     (GRAPH, "cuda_graph_capture_failed"),
     (OOM, "cuda_out_of_memory"),
     (UNBALANCED, "unbalanced_memory"),
+    (TOO_FEW_GPUS, "too_few_gpus"),
     (UNKNOWN, "unknown"),
     ([], "unknown"),
 ])
@@ -111,6 +123,12 @@ def test_oom_remedy_points_the_other_way_from_not_enough_memory():
 
 def test_unbalanced_memory_says_gpus_are_occupied():
     assert "occupied by other processes" in diagnose(UNBALANCED)["remedy"]
+
+
+def test_too_few_gpus_names_the_tp_size_variable():
+    d = diagnose(TOO_FEW_GPUS)
+    assert d["evidence"] == "torch.AcceleratorError: CUDA error: invalid device ordinal"
+    assert "sglang_service_tp_size" in d["remedy"] and "CUDA_VISIBLE_DEVICES" in d["remedy"]
 
 
 def test_most_specific_cause_wins_regardless_of_order():

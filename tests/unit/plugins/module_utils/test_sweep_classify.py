@@ -169,3 +169,16 @@ def test_the_roles_journal_pattern_is_the_classifiers():
         assert re.search(pattern, line), line
     for line in ('[2026-12-06 15:30:40 TP0] Decode batch. #running-req: 2', 'Started sglang-qwen.service - SGLang'):
         assert not re.search(pattern, line), line
+
+
+def test_the_roles_host_start_diagnoses_are_the_classifiers():
+    """classify.yml stops the sweep on these start failures instead of recording them; each is a diagnosis."""
+    import os
+    import yaml
+    from ansible_collections.llmops.sglang.plugins.module_utils import sweep_classify
+    from ansible_collections.llmops.sglang.plugins.module_utils.diagnosis import DIAGNOSIS_KEYS
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, '..', '..', '..', '..', 'roles', 'sweep', 'vars', 'main.yml')) as fh:
+        listed = yaml.safe_load(fh)['_sweep_host_start_diagnoses']
+    assert tuple(listed) == sweep_classify.HOST_START_DIAGNOSES
+    assert set(listed) <= set(DIAGNOSIS_KEYS)

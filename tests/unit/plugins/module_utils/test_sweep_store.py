@@ -85,10 +85,17 @@ def test_only_verdicts_are_stored_and_old_unclassified_failures_do_not_block(tmp
     st.write_json_atomic(os.path.join(st.config_dir(results, 'h', 2), 'failure.json'), {
         'schema': st.SCHEMA, 'kind': 'failure', 'host': 'h', 'steps': 2, 'fingerprint': fp,
         'failure': {'diagnosis': 'benchmark_failed', 'message': 'connection refused'}})
+    # the host's start failures are not verdicts: refused now, ignored where an earlier release stored one
+    for diagnosis in ('unbalanced_memory', 'too_few_gpus'):
+        with _pytest.raises(ValueError, match='only a verdict'):
+            st.record_failure(results, 'h', 3, fp, {'kind': 'start', 'diagnosis': diagnosis})
+    st.write_json_atomic(os.path.join(st.config_dir(results, 'h', 4), 'failure.json'), {
+        'schema': st.SCHEMA, 'kind': 'failure', 'host': 'h', 'steps': 4, 'fingerprint': fp,
+        'failure': {'kind': 'start', 'diagnosis': 'unbalanced_memory', 'message': 'another process holds GPU 2'}})
     st.record_failure(results, 'h', 10, fp, {'kind': 'start', 'diagnosis': 'not_enough_memory'})
     st.record_failure(results, 'h', 11, fp, {'kind': 'load', 'diagnosis': 'crashed_under_load'})
-    configs = dict((c['steps'], c) for c in st.load_configs(results, 'h', [2, 10, 11], fp))
-    assert configs[2]['status'] == 'missing'
+    configs = dict((c['steps'], c) for c in st.load_configs(results, 'h', [2, 4, 10, 11], fp))
+    assert configs[2]['status'] == 'missing' and configs[4]['status'] == 'missing'
     assert configs[10]['status'] == 'failed' and configs[11]['status'] == 'failed'
 
 
