@@ -125,10 +125,10 @@ DIAGNOSES = (
         # torch raises "CUDA error: invalid device ordinal" ("GPU device may be out of range, do you
         # have enough GPUs?"), after the rank's "Context: ... get_parallel().tp_size=N" warning.
         'pattern': re.compile(r'invalid device ordinal'),
-        'message': 'A tensor-parallel rank found no GPU: --tp-size (times --pp-size) asks for more GPUs than '
-                   'the server can see.',
-        'remedy': 'Set sglang_service_tp_size to the GPUs the host has (nvidia-smi -L lists them), or make them '
-                  'visible: check CUDA_VISIBLE_DEVICES in sglang_service_environment and --base-gpu-id.',
+        'message': 'A rank found no GPU: the server asks for more GPUs (--tp-size x --dp-size) than it can see.',
+        'remedy': 'Set sglang_service_tp_size x sglang_service_dp_size to at most the GPUs the host has '
+                  '(nvidia-smi -L lists them), and sglang_service_cuda_visible_devices to GPUs that exist '
+                  '(CUDA skips the ones that do not).',
     },
     {
         'key': 'cuda_out_of_memory',

@@ -128,7 +128,7 @@ def test_unbalanced_memory_says_gpus_are_occupied():
 def test_too_few_gpus_names_the_tp_size_variable():
     d = diagnose(TOO_FEW_GPUS)
     assert d["evidence"] == "torch.AcceleratorError: CUDA error: invalid device ordinal"
-    assert "sglang_service_tp_size" in d["remedy"] and "CUDA_VISIBLE_DEVICES" in d["remedy"]
+    assert "sglang_service_tp_size" in d["remedy"] and "sglang_service_cuda_visible_devices" in d["remedy"]
 
 
 def test_most_specific_cause_wins_regardless_of_order():
