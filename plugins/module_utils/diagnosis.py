@@ -99,8 +99,9 @@ DIAGNOSES = (
     },
     {
         'key': 'unbalanced_memory',
-        # model_runner.py (0.5.x): "The memory capacity is unbalanced. Some GPUs may be
-        # occupied by other processes. min_per_gpu_memory=..."
+        # 0.5.23 distributed/bootstrap.py _check_tp_memory_balance: raise RuntimeError("The memory
+        # capacity is unbalanced. Some GPUs may be occupied by other processes. pre_model_load_memory=...")
+        # (older 0.5.x: model_runner.py, "min_per_gpu_memory=...")
         'pattern': re.compile(r'The memory capacity is unbalanced'),
         'message': 'The GPUs have different amounts of free memory: some GPU is still held by '
                    'another process (often a previous SGLang that has not exited yet).',
@@ -121,9 +122,9 @@ DIAGNOSES = (
     },
     {
         'key': 'too_few_gpus',
-        # model_runner.py (0.5.23) ModelRunner.__init__: set_device(gpu_id) for a rank without a GPU;
-        # torch raises "CUDA error: invalid device ordinal" ("GPU device may be out of range, do you
-        # have enough GPUs?"), after the rank's "Context: ... get_parallel().tp_size=N" warning.
+        # distributed/bootstrap.py (0.5.23) init_parallel_runtime: set_device(gpu_id) for a rank without
+        # a GPU; torch raises "CUDA error: invalid device ordinal" ("GPU device may be out of range, do
+        # you have enough GPUs?"), after the rank's "Context: device=cuda gpu_id=N ..." warning.
         'pattern': re.compile(r'invalid device ordinal'),
         'message': 'A rank found no GPU: the server asks for more GPUs (--tp-size x --dp-size) than it can see.',
         'remedy': 'Set sglang_service_tp_size x sglang_service_dp_size to at most the GPUs the host has '

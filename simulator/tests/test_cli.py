@@ -101,23 +101,24 @@ def test_cuda_graph_capture_failure_lists_solutions():
     assert proc.returncode != 0
     assert "Capture cuda graph failed" in proc.stdout
     assert "Possible solutions:" in proc.stdout and "--cuda-graph-max-bs-decode" in proc.stdout
-    assert "Capture cuda graph begin." in proc.stdout
+    assert "Capture target verify CUDA graph begin." in proc.stdout
 
 
 def test_more_ranks_than_gpus_fail_as_sglang_does():
-    # SGLang 0.5.23 ModelRunner.__init__: the first rank without a GPU logs its context, set_device's
+    # SGLang 0.5.23 bootstrap.init_parallel_runtime: the first rank without a GPU logs its context, set_device's
     # error reaches run_scheduler_process, whose SIGQUIT ends the tree (the main process SIGKILLs itself).
     proc = run_sim(["--tp-size", "8"])  # the fast profile has 4 GPUs
     assert proc.returncode == -9
     lines = proc.stdout.splitlines()
-    context = [i for i, line in enumerate(lines) if "TP4] Context: self.device='cuda' get_device().gpu_id=4 " in line]
+    context = [i for i, line in enumerate(lines) if "TP4] Context: device=cuda gpu_id=4 CUDA_VISIBLE_DEVICES=" in line]
     crash = [i for i, line in enumerate(lines) if "TP4] Scheduler hit an exception: Traceback" in line]
     ordinal = [i for i, line in enumerate(lines) if line == "torch.AcceleratorError: CUDA error: invalid device ordinal"]
     quit_line = [i for i, line in enumerate(lines) if "Received sigquit from a child process." in line]
     assert context and crash and ordinal and quit_line
     assert context[0] < crash[0] < ordinal[0] < quit_line[0]
-    assert "get_parallel().tp_size=8" in lines[context[0]]
-    assert "Init torch distributed begin." not in proc.stdout and "Load weight begin" not in proc.stdout
+    assert lines[context[0]].endswith(" tp_rank=4")
+    assert "TP4] Init parallel begin." in proc.stdout and "Init parallel ends" not in proc.stdout
+    assert "Load weight begin" not in proc.stdout
 
 
 def test_weights_that_do_not_fit_are_cuda_oom():
@@ -138,8 +139,12 @@ def test_startup_log_lines_in_order():
 
     with SimProcess(SPEC + ["2", "--speculative-num-draft-tokens", "9"], profile="fast") as sim:
         log = sim.output()
-    order = ["Max running requests is reset to 48", "speculative_num_draft_tokens is adjusted", "Load weight begin. avail mem=",
-             "Load weight end.", "KV Cache is allocated. #tokens: ", "Capture cuda graph begin.", "Capture cuda graph end.",
+    # SGLang 0.5.23's wording (distributed/bootstrap.py, model_runner.py, memory_pool.py, cuda_graph_setup.py)
+    order = ["Max running requests is reset to 48", "speculative_num_draft_tokens is adjusted", "Init parallel begin.",
+             "Init parallel ends. elapsed=", "Memory baseline taken. mem usage=", "Load weight begin. avail mem=",
+             "Load weight end. elapsed=", "KV Cache is allocated. dtype: torch.bfloat16, #tokens: ", "Memory pool end. avail mem=",
+             "Capture target verify CUDA graph begin. backend=full, num_tokens_per_req=3, avail mem=",
+             "Capture target verify CUDA graph end. bs=[",
              "max_total_num_tokens=", "Uvicorn running on http://127.0.0.1:", "The server is fired up and ready to roll!"]
     positions = [log.index(item) for item in order]
     assert positions == sorted(positions)

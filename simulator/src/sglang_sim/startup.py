@@ -36,14 +36,22 @@ SCHEDULER_INIT = (6362, "scheduler = Scheduler(server_args, port_args)")
 SCHEDULER_LOOP = (6368, "scheduler.run_event_loop()")
 
 # The innermost frame of each failure, 0.5.23's file (under srt/), line, function and statement.
-FRAME_SET_DEVICE = ("model_executor/model_runner.py", 455, "__init__",
-                    "torch.get_device_module(self.device).set_device(get_device().gpu_id)")
+FRAME_SET_DEVICE = ("distributed/bootstrap.py", 133, "init_parallel_runtime",
+                    "torch.get_device_module(device).set_device(get_device().gpu_id)")
 FRAME_LOAD_MODEL = ("model_executor/model_runner.py", 1312, "load_model", "loaded = load_model_with_memory_saver(")
 FRAME_KV_POOL = ("model_executor/pool_configurator.py", 99, "__post_init__", "raise RuntimeError(msg)")
 FRAME_CAPTURE = ("model_executor/runner/decode_cuda_graph_runner.py", 602, "__init__",
                  "raise Exception(")
 FRAME_FORWARD = ("managers/scheduler.py", 4704, "run_batch", "batch_result = self.model_worker.forward_batch_generation(")
 
+
+# The torch dtype 0.5.23 logs for the KV pool of each --kv-cache-dtype (mem_cache/kv_cache_dtype.py; auto:
+# the model's dtype, bf16 for the profiles' models).
+TORCH_KV_DTYPES = {
+    "auto": "torch.bfloat16", "bf16": "torch.bfloat16", "bfloat16": "torch.bfloat16",
+    "fp8_e4m3": "torch.float8_e4m3fn", "fp8_e5m2": "torch.float8_e5m2", "mxfp8": "torch.float8_e4m3fn",
+    "nvfp4": "torch.float4_e2m1fn_x2", "fp4_mx_block16": "torch.float4_e2m1fn_x2",
+}
 
 # torch's message for a device index beyond the GPUs it sees (c10 cuda check, get_cuda_error_help).
 INVALID_DEVICE_ORDINAL = (
@@ -183,19 +191,22 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
         for w in warnings:
             log.main(w)
         log.main("server_args=ServerArgs(%s)" % ", ".join("%s=%r" % kv for kv in sorted(server_args_dict(args).items())))
+        # 0.5.23 distributed/bootstrap.py init_parallel_runtime (from Scheduler.__init__), then
+        # measure_pre_model_load_memory (ModelRunner.init_torch_distributed)
+        log.tp("Init parallel begin.")
         if tp > hw["gpu_count"]:
-            # 0.5.23 ModelRunner.__init__: the first rank without a GPU logs its context and re-raises
-            # torch's error (torch 2.14: AcceleratorError, a RuntimeError) to run_scheduler_process.
+            # init_parallel_runtime selects each rank's device: the first rank without a GPU logs its
+            # context and re-raises torch's error (torch 2.14: AcceleratorError, a RuntimeError).
             rank = hw["gpu_count"]
-            log.tp("Context: self.device='cuda' get_device().gpu_id=%d os.environ.get('CUDA_VISIBLE_DEVICES')=%r "
-                   "get_parallel().tp_rank=%d get_parallel().tp_size=%d"
-                   % (rank, os.environ.get("CUDA_VISIBLE_DEVICES"), rank, tp), rank)
+            log.tp("Init parallel begin.", rank)
+            log.tp("Context: device=cuda gpu_id=%d CUDA_VISIBLE_DEVICES=%s tp_rank=%d"
+                   % (rank, os.environ.get("CUDA_VISIBLE_DEVICES"), rank), rank)
             _scheduler_crash(log, INVALID_DEVICE_ORDINAL, FRAME_SET_DEVICE, rank)
             log.raw("[sglang-sim] --tp-size %d needs %d GPUs; the profile has %d (hardware.gpu_count)"
                     % (tp, tp, hw["gpu_count"]))
             return KILLED_TREE
-        log.tp("Init torch distributed begin.")
-        log.tp("Init torch distributed ends. mem usage=%.2f GB" % hw["runtime_overhead_gib"])
+        log.tp("Init parallel ends. elapsed=%.2f s" % (load * 0.01))
+        log.tp("Memory baseline taken. mem usage=%.2f GB" % hw["runtime_overhead_gib"])
         for rank in range(tp):
             log.tp("Load weight begin. avail mem=%.2f GB" % plan["avail_before_weights_gib"], rank)
         await _phase(load * 0.55)
@@ -206,8 +217,8 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
             log.raw("[sglang-sim] %.2f GiB of weights per GPU do not fit in %.2f GiB: raise --tp-size (the profile has %d GPUs)"
                     % (plan["weights_gib"], plan["avail_before_weights_gib"], hw["gpu_count"]))
             return KILLED_TREE
-        log.tp("Load weight end. type=%s, dtype=torch.bfloat16, avail mem=%.2f GB, mem usage=%.2f GB."
-               % (profile["model"]["architecture"], plan["avail_after_weights_gib"], plan["weights_gib"]))
+        log.tp("Load weight end. elapsed=%.2f s, type=%s, avail mem=%.2f GB, mem usage=%.2f GB."
+               % (load * 0.55, profile["model"]["architecture"], plan["avail_after_weights_gib"], plan["weights_gib"]))
         if cfg.adaptive is not None and cfg.spec:
             # 0.5.23 AdaptiveSpeculativeParams.__init__ (the first entry's slot), in the EAGLE worker's init
             first = cfg.adaptive.keys[0]
@@ -220,14 +231,18 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
             _memory_hint(log, plan)
             return KILLED_TREE
         if plan.get("mamba_slots") is not None:
-            log.tp("Mamba Cache is allocated. max_mamba_cache_size: %d, state size: %.2f GB"
+            # 0.5.23 mem_cache/memory_pool.py (the simulator models the state pool as one figure: all of it as ssm_state)
+            log.tp("Mamba Cache is allocated. max_mamba_cache_size: %d, conv_state size: 0.00GB, ssm_state size: %.2fGB "
+                   "intermediate_ssm_state_cache size: 0.00GB intermediate_conv_window_cache size: 0.00GB "
                    % (plan["mamba_slots"], plan["mamba_gib"]))
         half = plan["kv_gib"] / 2.0
-        log.tp("KV Cache is allocated. #tokens: %d, K size: %.2f GB, V size: %.2f GB"
-               % (plan["max_total_num_tokens"], half, half))
+        log.tp("KV Cache is allocated. dtype: %s, #tokens: %d, K size: %.2f GB, V size: %.2f GB"
+               % (TORCH_KV_DTYPES.get(cfg.kv_cache_dtype, "torch.bfloat16"), plan["max_total_num_tokens"], half, half))
         log.tp("Memory pool end. avail mem=%.2f GB" % plan["avail_after_pools_gib"])
-        log.tp("Capture cuda graph begin. This can take up to several minutes. avail mem=%.2f GB" % plan["avail_after_pools_gib"])
-        log.tp("Capture cuda graph bs %s" % plan["capture_bs"])
+        # 0.5.23 cuda_graph_setup.py capture_decode_graph: a speculative target captures its verify graphs
+        graph_name, per_req = ("target verify", cfg.draft_tokens) if cfg.spec else ("target decode", 1)
+        log.tp("Capture %s CUDA graph begin. backend=full, num_tokens_per_req=%d, avail mem=%.2f GB"
+               % (graph_name, per_req, plan["avail_after_pools_gib"]))
         await _phase(load * 0.35)
         failed_state = plan.get("graph_failed_state")
         if plan["error"] == "cuda_graph_capture_failed" and failed_state is None:
@@ -237,8 +252,8 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
                     % (plan["cuda_graph_gib"], plan["graph_room_gib"]))
             return KILLED_TREE
         initial_gib = plan.get("initial_graph_gib", plan["cuda_graph_gib"])
-        log.tp("Capture cuda graph end. Time elapsed: %.2f s. mem usage=%.2f GB. avail mem=%.2f GB."
-               % (load * 0.35, initial_gib, plan["avail_after_pools_gib"] - initial_gib))
+        log.tp("Capture %s CUDA graph end. bs=%s, elapsed=%.2f s, mem usage=%.2f GB, avail mem=%.2f GB."
+               % (graph_name, plan["capture_bs"], load * 0.35, initial_gib, plan["avail_after_pools_gib"] - initial_gib))
         # 0.5.23 EAGLEWorkerV2.init_cuda_graphs -> AdaptiveController.init_states: a runtime state per
         # further candidate, its graphs captured for the batch sizes that reach it (more start time).
         for i, state in enumerate(plan.get("adaptive_states") or []):

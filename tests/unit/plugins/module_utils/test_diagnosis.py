@@ -13,7 +13,8 @@ from ansible_collections.llmops.sglang.plugins.module_utils.sglang_contract impo
 START = [
     "[2026-11-29 19:00:01] server_args=ServerArgs(model_path='/models/Qwen3.5-122B-A10B-FP8', tp_size=4, ...)",
     "[2026-11-29 19:00:09 TP0] Load weight begin. avail mem=94.51 GB",
-    "[2026-11-29 19:01:40 TP0] Load weight end. type=Qwen3NextForCausalLM, dtype=torch.bfloat16, avail mem=62.10 GB",
+    "[2026-11-29 19:01:40 TP0] Load weight end. elapsed=91.20 s, type=Qwen3_5MoeForCausalLM, quant=fp8, avail mem=62.10 GB, "
+    "mem usage=30.30 GB.",
 ]
 DEATH = [
     "[2026-11-29 19:01:41] Received sigquit from a child process. It usually means the child failed.",
@@ -29,8 +30,8 @@ NOT_ENOUGH = START + [
 ] + DEATH
 
 GRAPH = START + [
-    "[2026-11-29 19:01:44 TP0] KV Cache is allocated. #tokens: 412000, K size: 9.4 GB, V size: 9.4 GB",
-    "[2026-11-29 19:01:44 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=3.1 GB",
+    "[2026-11-29 19:01:44 TP0] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 412000, K size: 9.40 GB, V size: 9.40 GB",
+    "[2026-11-29 19:01:44 TP0] Capture target verify CUDA graph begin. backend=full, num_tokens_per_req=4, avail mem=3.10 GB",
     "[2026-11-29 19:01:50 TP0] Scheduler hit an exception: Traceback (most recent call last):",
     "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a total capacity of 94.97 GiB",
     "Possible solutions:",
@@ -43,19 +44,21 @@ OOM = START + [
     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 2 has a total capacity of 94.97 GiB of which 1.02 GiB is free.",
 ] + DEATH
 
+# 0.5.23 distributed/bootstrap.py _check_tp_memory_balance (SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK, on by
+# default): the ranks whose GPU is free see the minimum over the ranks below 90% of their own.
 UNBALANCED = START[:1] + [
     "[2026-11-29 19:00:09 TP1] Scheduler hit an exception: Traceback (most recent call last):",
     "RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other processes. "
-    "min_per_gpu_memory=40.1, local_gpu_memory=94.5, local_gpu_memory * 0.9=85.05",
+    "pre_model_load_memory=40.1, local_gpu_memory=94.5, local_gpu_memory * 0.9=85.05",
 ] + DEATH
 
-# 0.5.23 with --tp-size 8 on a host with 4 GPUs (ModelRunner.__init__, torch 2.14)
+# 0.5.23 with --tp-size 8 on a host with 4 GPUs (distributed/bootstrap.py init_parallel_runtime, torch 2.14)
 TOO_FEW_GPUS = START[:1] + [
-    "[2026-11-29 19:00:09 TP4] Context: self.device='cuda' get_device().gpu_id=4 "
-    "os.environ.get('CUDA_VISIBLE_DEVICES')=None get_parallel().tp_rank=4 get_parallel().tp_size=8",
+    "[2026-11-29 19:00:09 TP4] Init parallel begin.",
+    "[2026-11-29 19:00:09 TP4] Context: device=cuda gpu_id=4 CUDA_VISIBLE_DEVICES=None tp_rank=4",
     "[2026-11-29 19:00:09 TP4] Scheduler hit an exception: Traceback (most recent call last):",
-    '  File "/opt/sglang/venv/lib/python3.11/site-packages/sglang/srt/model_executor/model_runner.py", line 455, in __init__',
-    "    torch.get_device_module(self.device).set_device(get_device().gpu_id)",
+    '  File "/opt/sglang/venv/lib/python3.11/site-packages/sglang/srt/distributed/bootstrap.py", line 133, in init_parallel_runtime',
+    "    torch.get_device_module(device).set_device(get_device().gpu_id)",
     "torch.AcceleratorError: CUDA error: invalid device ordinal",
     "GPU device may be out of range, do you have enough GPUs?",
 ] + DEATH
