@@ -79,9 +79,9 @@ def test_all_three_or_none(argv):
         parse(["--speculative-algorithm", "EAGLE"] + argv)
 
 
-def run_sim(argv, timeout=30):
+def run_sim(argv, timeout=30, profile="fast"):
     cmd = [sys.executable, "-u", "-m", "sglang_sim", "--model-path", "/m", "--port", str(free_port()),
-           "--sim-profile", "fast"] + argv
+           "--sim-profile", profile] + argv
     return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout, universal_newlines=True, check=False)
 
 
@@ -119,6 +119,36 @@ def test_more_ranks_than_gpus_fail_as_sglang_does():
     assert lines[context[0]].endswith(" tp_rank=4")
     assert "TP4] Init parallel begin." in proc.stdout and "Init parallel ends" not in proc.stdout
     assert "Load weight begin" not in proc.stdout
+
+
+def _kv_tokens(log):
+    line = [text for text in log.splitlines() if "KV Cache is allocated." in text][0]
+    return int(line.split("#tokens: ")[1].split(",")[0])
+
+
+def test_another_process_on_a_gpu_is_unbalanced_memory_as_sglang_does(tmp_path, monkeypatch):
+    # SGLang 0.5.23 bootstrap._check_tp_memory_balance: the least free GPU below 90% of a free one fails the
+    # start (SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK, on by default); off, it warns and sizes the pools on it.
+    from sglang_sim.testing import SimProcess, write_profile
+    occupied = write_profile({"timing": {"load_time_s": 0.1, "warmup_s": 0.01}, "faults": {"occupied_gpu_gib": 20.0}},
+                             directory=str(tmp_path))
+    proc = run_sim(SPEC + ["3"], profile=occupied)
+    assert proc.returncode == -9
+    lines = proc.stdout.splitlines()
+    error = [i for i, line in enumerate(lines) if line.startswith(
+        "RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other processes. "
+        "pre_model_load_memory=73.67, local_gpu_memory=93.67, local_gpu_memory * 0.9=")]
+    parallel = [i for i, line in enumerate(lines) if "TP0] Init parallel ends." in line]
+    assert parallel and error and parallel[0] < error[0]
+    assert "Received sigquit from a child process." in proc.stdout and "Load weight begin" not in proc.stdout
+
+    with SimProcess(SPEC + ["3"], profile="fast") as sim:
+        free = sim.output()
+    monkeypatch.setenv("SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK", "false")
+    with SimProcess(SPEC + ["3"], profile=occupied) as sim:  # serves
+        warned = sim.output()
+    assert "The memory capacity is unbalanced." in warned and "RuntimeError" not in warned
+    assert _kv_tokens(warned) < _kv_tokens(free)
 
 
 def test_weights_that_do_not_fit_are_cuda_oom():

@@ -75,6 +75,7 @@ SCHEMA = {
     "faults": {
         "crash_at_running_requests": _num(0, None, True),
         "crash_min_steps": _num(0, None, True),
+        "occupied_gpu_gib": _num(0.0),
     },
     "acceptance": {
         "greedy": {"kind": "list"},

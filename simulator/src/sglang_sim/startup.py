@@ -38,6 +38,7 @@ SCHEDULER_LOOP = (6368, "scheduler.run_event_loop()")
 # The innermost frame of each failure, 0.5.23's file (under srt/), line, function and statement.
 FRAME_SET_DEVICE = ("distributed/bootstrap.py", 133, "init_parallel_runtime",
                     "torch.get_device_module(device).set_device(get_device().gpu_id)")
+FRAME_BALANCE = ("distributed/bootstrap.py", 450, "_check_tp_memory_balance", "raise RuntimeError(msg)")
 FRAME_LOAD_MODEL = ("model_executor/model_runner.py", 1312, "load_model", "loaded = load_model_with_memory_saver(")
 FRAME_KV_POOL = ("model_executor/pool_configurator.py", 99, "__post_init__", "raise RuntimeError(msg)")
 FRAME_CAPTURE = ("model_executor/runner/decode_cuda_graph_runner.py", 602, "__init__",
@@ -206,6 +207,14 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
                     % (tp, tp, hw["gpu_count"]))
             return KILLED_TREE
         log.tp("Init parallel ends. elapsed=%.2f s" % (load * 0.01))
+        unbalanced = memory_balance(profile, tp)
+        if unbalanced:
+            if _env_bool("SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK", True):
+                _scheduler_crash(log, "RuntimeError: " + unbalanced, FRAME_BALANCE)
+                log.raw("[sglang-sim] profile fault: another process holds %.2f GiB of GPU %d (faults.occupied_gpu_gib)"
+                        % (profile["faults"]["occupied_gpu_gib"], hw["gpu_count"] - 1))
+                return KILLED_TREE
+            log.tp(unbalanced)  # logger.warning: SGLang's log lines carry no level
         log.tp("Memory baseline taken. mem usage=%.2f GB" % hw["runtime_overhead_gib"])
         for rank in range(tp):
             log.tp("Load weight begin. avail mem=%.2f GB" % plan["avail_before_weights_gib"], rank)
@@ -348,5 +357,31 @@ def serve(args, profile, warnings):
         speculative_num_draft_tokens=args.speculative_num_draft_tokens,
         adaptive=(adaptive.Schedule.from_path(args.speculative_adaptive_config, args.speculative_num_steps)
                   if args.speculative_adaptive else None))
-    plan = models.memory_plan(profile, cfg)
+    occupied = profile["faults"].get("occupied_gpu_gib", 0.0)
+    # SGLang sizes its pools on the least free GPU (pre_model_load_memory, the minimum over the ranks).
+    sized = dict(profile, hardware=dict(profile["hardware"], gpu_memory_gib=profile["hardware"]["gpu_memory_gib"] - occupied))
+    plan = models.memory_plan(sized if occupied > 0 else profile, cfg)
     return asyncio.run(startup_and_serve(args, profile, cfg, plan, log, warnings))
+
+
+def _env_bool(name, default):
+    """SGLang 0.5.23 environ.EnvBool: true/1/yes/y, false/0/no/n (any case); anything else the default."""
+    value = os.environ.get(name, "").lower()
+    if value in ("true", "1", "yes", "y"):
+        return True
+    if value in ("false", "0", "no", "n"):
+        return False
+    return default
+
+
+def memory_balance(profile, tp):
+    """0.5.23 bootstrap._check_tp_memory_balance with another process holding faults.occupied_gpu_gib on
+    the last GPU: None when balanced (or tp 1, which skips the check), else its message."""
+    occupied = profile["faults"].get("occupied_gpu_gib", 0.0)
+    local = profile["hardware"]["gpu_memory_gib"] - profile["hardware"]["runtime_overhead_gib"]
+    least = local - occupied
+    if tp <= 1 or occupied <= 0 or least >= local * 0.9:
+        return None
+    return ("The memory capacity is unbalanced. Some GPUs may be occupied by other processes. "
+            "pre_model_load_memory=%r, local_gpu_memory=%r, local_gpu_memory * 0.9=%r"
+            % (round(least, 2), round(local, 2), local * 0.9))
