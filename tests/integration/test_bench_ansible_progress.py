@@ -87,14 +87,16 @@ def test_module_writes_its_progress_file(env, tmp_path, server, slow_server, sta
     path = tmp_path / "progress" / "status.json"
     # 20 ms steps: at the 4 ms ones a loaded machine slowed concurrency 1 enough that concurrency 3 read as an
     # implausible burst (more than 2x its pace) once in CI; this test is about the file, not that guard.
+    # 151 tokens of 20 ms steps decode for 1 s, longer than STEADY_LEN's 0.4 s at 4 ms.
+    slow_len = 151
     rc, res = adhoc(env, tmp_path, {"url": slow_server, "concurrency_levels": [1, 3], "requests_per_level": 6,
-                                    "output_len": STEADY_LEN, "input_len": 8, "progress_file": str(path)})
+                                    "output_len": slow_len, "input_len": 8, "progress_file": str(path)})
     assert rc == 0, res
     doc = json.loads(path.read_text())
     assert doc["state"] == "done" and doc["message"] == res["msg"]
     assert doc["level"] == 2 and doc["levels"] == 2 and doc["levels_done"] == 2 and doc["concurrency"] == 3
     assert doc["phase"] == "measure" and doc["requests_done"] == 6 and doc["requests_target"] == 6
-    assert doc["output_tokens"] == 6 * STEADY_LEN and doc["output_tok_s"] > 0
+    assert doc["output_tokens"] == 6 * slow_len and doc["output_tok_s"] > 0
     rc, res = adhoc(env, tmp_path, {"url": stalled_server, "concurrency_levels": [1], "requests_per_level": 2,
                                     "output_len": 31, "input_len": 8, "warmup_requests": 0, "stall_timeout": 2,
                                     "progress_file": str(path)})
