@@ -162,6 +162,8 @@ def test_bad_profile_is_a_clear_error(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "sglang_sim", "--model-path", "m", "--sim-profile", str(bad)],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=30, check=False)
     assert proc.returncode == 2 and "timing.jitter: must be >= 0.0" in proc.stdout
+    # argparse's wording for a refused value, which the collection's diagnosis reads as bad_argument
+    assert proc.stdout.splitlines()[-1].startswith("sglang serve: error: argument --sim-profile: profile ")
 
 
 def test_startup_log_lines_in_order():

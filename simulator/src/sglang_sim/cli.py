@@ -120,7 +120,9 @@ def main(argv=None):
     try:
         profile = load_profile(args.sim_profile)
     except ProfileError as exc:
-        parser.error("--sim-profile: %s" % exc)
+        # argparse's own wording for a flag whose value it refuses, as SGLang's flags fail: the
+        # collection's diagnosis then reads it as bad_argument, as it would a real flag's.
+        parser.error("argument --sim-profile: %s" % exc)
     try:
         warnings = sim_args.resolve(args)
     except (ValueError, OSError, AttributeError) as exc:
