@@ -16,13 +16,16 @@ __metaclass__ = type
 
 import re
 
-# Start failures (diagnosis.py keys) that say something of the host, not of the configuration: every
-# step count would fail the same way until the host is fixed. A sweep records none of them as a
-# verdict; it stops as for any infrastructure fault (roles/sweep/tasks/classify.yml reads the role's
-# copy, _sweep_host_start_diagnoses; a unit test keeps them equal).
+# Start failures (diagnosis.py keys) that every step count shares, since they say something of the host or
+# of the settings the sweep does not vary, not of the configuration: each step count would fail the same way
+# until that is fixed. A sweep records none of them as a verdict; it stops as for any infrastructure fault
+# (roles/sweep/tasks/classify.yml reads the role's copy, _sweep_shared_start_diagnoses; a unit test keeps
+# them equal).
+#   bad_argument       SGLang's parser refused a flag: the sweep's own speculative flags are valid by
+#                      construction, so it is one of the inventory's, on every step count's command line
 #   unbalanced_memory  another process holds (part of) a GPU: goes away once it is free
 #   too_few_gpus       more tensor-parallel ranks than GPUs the server can see
-HOST_START_DIAGNOSES = ('unbalanced_memory', 'too_few_gpus')
+SHARED_START_DIAGNOSES = ('bad_argument', 'unbalanced_memory', 'too_few_gpus')
 
 # What sglang_bench's fault says of its own accord: nothing of the configuration.
 _BENCH_FAULTS = {

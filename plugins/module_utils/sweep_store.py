@@ -25,7 +25,8 @@ server's own error). Faults around it (host unreachable, controller error, stall
 server, interrupted benchmark) are not results; the sweep stops instead, and the
 configuration is measured again on the next run. Records written before this rule
 (``diagnosis: benchmark_failed``) are ignored for the same reason, and so are start failures
-for a reason of the host (``sweep_classify.HOST_START_DIAGNOSES``) that earlier releases stored.
+for a reason every step count shares (``sweep_classify.SHARED_START_DIAGNOSES``: a refused flag, another
+process on a GPU, too few GPUs) that earlier releases stored.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -41,7 +42,7 @@ import shutil
 
 from ansible_collections.llmops.sglang.plugins.module_utils.atomic_file import make_dirs, write_atomic
 from ansible_collections.llmops.sglang.plugins.module_utils.speculative import adaptive_config_plain
-from ansible_collections.llmops.sglang.plugins.module_utils.sweep_classify import HOST_START_DIAGNOSES
+from ansible_collections.llmops.sglang.plugins.module_utils.sweep_classify import SHARED_START_DIAGNOSES
 
 SCHEMA = 1
 
@@ -165,9 +166,9 @@ def is_verdict(failure):
         return False
     # Start failures recorded before the kind existed carried the service role's diagnosis.
     kind = failure.get('kind', 'start')
-    # A start that failed for the host's reason (another process on a GPU, too few GPUs; stored as a
-    # verdict by releases before they stopped the sweep) says nothing of the configuration.
-    if kind == 'start' and failure.get('diagnosis') in HOST_START_DIAGNOSES:
+    # A start that failed for a reason every step count shares (stored as a verdict by releases before
+    # they stopped the sweep on it) says nothing of the configuration.
+    if kind == 'start' and failure.get('diagnosis') in SHARED_START_DIAGNOSES:
         return False
     return kind in VERDICT_KINDS
 

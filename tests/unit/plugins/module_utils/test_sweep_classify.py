@@ -179,6 +179,6 @@ def test_the_roles_host_start_diagnoses_are_the_classifiers():
     from ansible_collections.llmops.sglang.plugins.module_utils.diagnosis import DIAGNOSIS_KEYS
     here = os.path.dirname(os.path.abspath(__file__))
     with open(os.path.join(here, '..', '..', '..', '..', 'roles', 'sweep', 'vars', 'main.yml')) as fh:
-        listed = yaml.safe_load(fh)['_sweep_host_start_diagnoses']
-    assert tuple(listed) == sweep_classify.HOST_START_DIAGNOSES
+        listed = yaml.safe_load(fh)['_sweep_shared_start_diagnoses']
+    assert tuple(listed) == sweep_classify.SHARED_START_DIAGNOSES
     assert set(listed) <= set(DIAGNOSIS_KEYS)

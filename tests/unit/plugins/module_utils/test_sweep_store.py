@@ -86,7 +86,7 @@ def test_only_verdicts_are_stored_and_old_unclassified_failures_do_not_block(tmp
         'schema': st.SCHEMA, 'kind': 'failure', 'host': 'h', 'steps': 2, 'fingerprint': fp,
         'failure': {'diagnosis': 'benchmark_failed', 'message': 'connection refused'}})
     # the host's start failures are not verdicts: refused now, ignored where an earlier release stored one
-    for diagnosis in ('unbalanced_memory', 'too_few_gpus'):
+    for diagnosis in ('bad_argument', 'unbalanced_memory', 'too_few_gpus'):
         with _pytest.raises(ValueError, match='only a verdict'):
             st.record_failure(results, 'h', 3, fp, {'kind': 'start', 'diagnosis': diagnosis})
     st.write_json_atomic(os.path.join(st.config_dir(results, 'h', 4), 'failure.json'), {
