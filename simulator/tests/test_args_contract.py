@@ -58,6 +58,11 @@ def test_version_and_choices_come_from_the_contract():
     assert "NEXTN" in sim_args.SPECULATIVE_ALGORITHMS and "EAGLE" in sim_args.SPECULATIVE_ALGORITHMS
 
 
+def test_the_kv_tables_cover_every_kv_cache_dtype_the_parser_takes():
+    from sglang_sim import models
+    assert set(models.KV_DTYPE_FACTOR) == set(models.TORCH_KV_DTYPE) == set(sim_args.KV_CACHE_DTYPES)
+
+
 def run_parser(argv):
     env = dict(os.environ, COLUMNS="80")
     return subprocess.run([sys.executable, "-m", "sglang_sim"] + argv, env=env, stdout=subprocess.PIPE,

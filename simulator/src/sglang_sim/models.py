@@ -56,6 +56,13 @@ KV_DTYPE_FACTOR = {
     "fp4_mx_block16": (4 + 8 / 16.0) / 16,
 }
 KV_CACHE_DTYPES = tuple(KV_DTYPE_FACTOR)
+# The torch dtype 0.5.23 logs for the KV pool of each (mem_cache/kv_cache_dtype.py; auto: the model's
+# dtype, bf16 for the profiles' models).
+TORCH_KV_DTYPE = {
+    "auto": "torch.bfloat16", "bf16": "torch.bfloat16", "bfloat16": "torch.bfloat16",
+    "fp8_e4m3": "torch.float8_e4m3fn", "fp8_e5m2": "torch.float8_e5m2", "mxfp8": "torch.float8_e4m3fn",
+    "nvfp4": "torch.float4_e2m1fn_x2", "fp4_mx_block16": "torch.float4_e2m1fn_x2",
+}
 
 
 class SimConfig(object):

@@ -46,14 +46,6 @@ FRAME_CAPTURE = ("model_executor/runner/decode_cuda_graph_runner.py", 602, "__in
 FRAME_FORWARD = ("managers/scheduler.py", 4704, "run_batch", "batch_result = self.model_worker.forward_batch_generation(")
 
 
-# The torch dtype 0.5.23 logs for the KV pool of each --kv-cache-dtype (mem_cache/kv_cache_dtype.py; auto:
-# the model's dtype, bf16 for the profiles' models).
-TORCH_KV_DTYPES = {
-    "auto": "torch.bfloat16", "bf16": "torch.bfloat16", "bfloat16": "torch.bfloat16",
-    "fp8_e4m3": "torch.float8_e4m3fn", "fp8_e5m2": "torch.float8_e5m2", "mxfp8": "torch.float8_e4m3fn",
-    "nvfp4": "torch.float4_e2m1fn_x2", "fp4_mx_block16": "torch.float4_e2m1fn_x2",
-}
-
 # torch's message for a device index beyond the GPUs it sees (c10 cuda check, get_cuda_error_help).
 INVALID_DEVICE_ORDINAL = (
     "torch.AcceleratorError: CUDA error: invalid device ordinal\n"
@@ -246,7 +238,7 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
                    % (plan["mamba_slots"], plan["mamba_gib"]))
         half = plan["kv_gib"] / 2.0
         log.tp("KV Cache is allocated. dtype: %s, #tokens: %d, K size: %.2f GB, V size: %.2f GB"
-               % (TORCH_KV_DTYPES.get(cfg.kv_cache_dtype, "torch.bfloat16"), plan["max_total_num_tokens"], half, half))
+               % (models.TORCH_KV_DTYPE[cfg.kv_cache_dtype], plan["max_total_num_tokens"], half, half))
         log.tp("Memory pool end. avail mem=%.2f GB" % plan["avail_after_pools_gib"])
         # 0.5.23 cuda_graph_setup.py capture_decode_graph: a speculative target captures its verify graphs
         graph_name, per_req = ("target verify", cfg.draft_tokens) if cfg.spec else ("target decode", 1)
@@ -357,10 +349,12 @@ def serve(args, profile, warnings):
         speculative_num_draft_tokens=args.speculative_num_draft_tokens,
         adaptive=(adaptive.Schedule.from_path(args.speculative_adaptive_config, args.speculative_num_steps)
                   if args.speculative_adaptive else None))
-    occupied = profile["faults"].get("occupied_gpu_gib", 0.0)
-    # SGLang sizes its pools on the least free GPU (pre_model_load_memory, the minimum over the ranks).
-    sized = dict(profile, hardware=dict(profile["hardware"], gpu_memory_gib=profile["hardware"]["gpu_memory_gib"] - occupied))
-    plan = models.memory_plan(sized if occupied > 0 else profile, cfg)
+    occupied = profile["faults"]["occupied_gpu_gib"]
+    sized = profile
+    if occupied > 0:
+        # SGLang sizes its pools on the least free GPU (pre_model_load_memory, the minimum over the ranks).
+        sized = dict(profile, hardware=dict(profile["hardware"], gpu_memory_gib=profile["hardware"]["gpu_memory_gib"] - occupied))
+    plan = models.memory_plan(sized, cfg)
     return asyncio.run(startup_and_serve(args, profile, cfg, plan, log, warnings))
 
 
@@ -377,7 +371,7 @@ def _env_bool(name, default):
 def memory_balance(profile, tp):
     """0.5.23 bootstrap._check_tp_memory_balance with another process holding faults.occupied_gpu_gib on
     the last GPU: None when balanced (or tp 1, which skips the check), else its message."""
-    occupied = profile["faults"].get("occupied_gpu_gib", 0.0)
+    occupied = profile["faults"]["occupied_gpu_gib"]
     local = profile["hardware"]["gpu_memory_gib"] - profile["hardware"]["runtime_overhead_gib"]
     least = local - occupied
     if tp <= 1 or occupied <= 0 or least >= local * 0.9:
