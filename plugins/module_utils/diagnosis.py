@@ -181,6 +181,11 @@ DIAGNOSIS_KEYS = tuple(d['key'] for d in DIAGNOSES) + (
     UNKNOWN['key'], TIMEOUT['key'], VERIFICATION_MISMATCH['key'], ADAPTIVE_DISABLED['key'])
 
 
+# A Python exception's last line, as a traceback ends ("torch.AcceleratorError: CUDA error: ...",
+# "ModuleNotFoundError: No module named ..."): without a known cause, the last one is the best evidence.
+EXCEPTION_LINE = re.compile(r'^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit)(?::\s|$)')
+
+
 def _public(entry):
     return {'key': entry['key'], 'message': entry['message'], 'remedy': entry['remedy']}
 
@@ -188,7 +193,8 @@ def _public(entry):
 def diagnose(lines):
     """Return the diagnosis dict (key, message, remedy, evidence) for journal ``lines``.
 
-    ``evidence`` is the first journal line that matched, or None when nothing matched.
+    ``evidence`` is the first journal line that matched; when nothing did (``unknown``), the last exception
+    line of a traceback, or None.
     """
     for entry in DIAGNOSES:
         for line in lines:
@@ -200,7 +206,8 @@ def diagnose(lines):
                 result['evidence'] = line.strip()
                 return result
     result = _public(UNKNOWN)
-    result['evidence'] = None
+    raised = [line.strip() for line in lines if EXCEPTION_LINE.match(line.strip())]
+    result['evidence'] = raised[-1] if raised else None
     return result
 
 

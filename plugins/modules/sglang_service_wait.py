@@ -283,7 +283,7 @@ diagnosis:
       description: What to do about it (SGLang's own advice where it gives one).
       type: str
     evidence:
-      description: The journal line that matched, or the mismatches.
+      description: The journal line that matched, or the mismatches; for V(unknown) the last exception line of a traceback (null without one).
       type: str
 journal_tail:
   description: The last journal lines of the failed start.
