@@ -151,6 +151,25 @@ def test_another_process_on_a_gpu_is_unbalanced_memory_as_sglang_does(tmp_path, 
     assert _kv_tokens(warned) < _kv_tokens(free)
 
 
+def test_a_warm_up_that_fails_ends_the_server_before_it_is_ready(tmp_path):
+    # faults.start_failure_min_steps: the scheduler fails the warm-up's forward, and the tokenizer manager,
+    # which has SIGQUIT once the first request was sent, ends the process tree (SGLang 0.5.23).
+    from sglang_sim.testing import SimProcess, write_profile
+    failing = write_profile({"timing": {"load_time_s": 0.1, "warmup_s": 0.01}, "faults": {"start_failure_min_steps": 4}},
+                            directory=str(tmp_path))
+    proc = run_sim(SPEC + ["4"], profile=failing)
+    assert proc.returncode == -9
+    lines = proc.stdout.splitlines()
+    crash = [i for i, line in enumerate(lines) if "TP0] Scheduler hit an exception: Traceback" in line]
+    error = [i for i, line in enumerate(lines) if line == "torch.AcceleratorError: CUDA error: an illegal memory access was encountered"]
+    quit_line = [i for i, line in enumerate(lines) if "SIGQUIT received. signum=None, frame=None." in line]
+    ready = [i for i, line in enumerate(lines) if "Uvicorn running on" in line]
+    assert ready and crash and error and quit_line and ready[0] < crash[0] < error[0] < quit_line[0]
+    assert "fired up" not in proc.stdout
+    with SimProcess(SPEC + ["3"], profile=failing) as sim:  # fewer steps serve
+        assert "fired up" in sim.output()
+
+
 def test_weights_that_do_not_fit_are_cuda_oom():
     proc = run_sim(["--tp-size", "1"])
     assert proc.returncode != 0 and "torch.OutOfMemoryError: CUDA out of memory" in proc.stdout

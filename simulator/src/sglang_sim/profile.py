@@ -76,6 +76,7 @@ SCHEMA = {
         "crash_at_running_requests": _num(0, None, True),
         "crash_min_steps": _num(0, None, True),
         "occupied_gpu_gib": _num(0.0),
+        "start_failure_min_steps": _num(0, None, True),
     },
     "acceptance": {
         "greedy": {"kind": "list"},

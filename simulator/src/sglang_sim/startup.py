@@ -56,6 +56,15 @@ INVALID_DEVICE_ORDINAL = (
     "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n"
 )
 
+# torch's message for a kernel's bad memory access; a start's first forward is the warm-up request.
+ILLEGAL_MEMORY_ACCESS = (
+    "torch.AcceleratorError: CUDA error: an illegal memory access was encountered\n"
+    "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be "
+    "incorrect.\n"
+    "For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
+    "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n"
+)
+
 
 def _scheduler_exception(log, outer, inner, exc_line, rank=0):
     """What a scheduler process logs before it sends SIGQUIT to the main process (SGLang 0.5.23
@@ -317,6 +326,15 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
     async def warmup():
         await _phase(timing["warmup_s"])
         watchdog_origin.append(time.monotonic())
+        failing_steps = profile["faults"]["start_failure_min_steps"]
+        if failing_steps and cfg.spec and cfg.steps >= failing_steps:
+            # The scheduler fails the warm-up's forward and sends SIGQUIT; the tokenizer manager, which
+            # took the signal over with this first request, ends the process tree.
+            _scheduler_exception(log, SCHEDULER_LOOP, FRAME_FORWARD, ILLEGAL_MEMORY_ACCESS)
+            log.raw("[sglang-sim] profile fault: the warm-up request fails at %d or more steps (faults.start_failure_min_steps)"
+                    % failing_steps)
+            os.kill(os.getpid(), signal.SIGQUIT)
+            return
         req = server.engine.submit(None, 4, 1, 0.0, True, lambda r, p, f: None)
         await req.done
         log.raw('INFO:     127.0.0.1:0 - "POST /generate HTTP/1.1" 200 OK')
