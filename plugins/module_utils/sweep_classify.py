@@ -19,13 +19,23 @@ import re
 # Start failures (diagnosis.py keys) that every step count shares, since they say something of the host or
 # of the settings the sweep does not vary, not of the configuration: each step count would fail the same way
 # until that is fixed. A sweep records none of them as a verdict; it stops as for any infrastructure fault
-# (roles/sweep/tasks/classify.yml reads the role's copy, _sweep_shared_start_diagnoses; a unit test keeps
-# them equal).
+# (classify_start_failure, which roles/sweep/tasks/classify.yml calls as the spec_sweep_start_failure filter).
 #   bad_argument       SGLang's parser refused a flag: the sweep's own speculative flags are valid by
 #                      construction, so it is one of the inventory's, on every step count's command line
 #   unbalanced_memory  another process holds (part of) a GPU: goes away once it is free
 #   too_few_gpus       more tensor-parallel ranks than GPUs the server can see
 SHARED_START_DIAGNOSES = ('bad_argument', 'unbalanced_memory', 'too_few_gpus')
+# Start failures that name no cause: a server that exited with nothing the diagnosis knows in its journal,
+# or one that never got ready. The configuration's, or the host's at that moment (a driver fault, a full
+# disk, a slow shared file system)? A control tells: the last good configuration, which the service role
+# starts again after the failure (its rollback). If it gets ready on the same host, with the same settings
+# but the ones a sweep varies, the host can serve and the failure is the configuration's; if it does not,
+# or there is no such control, the sweep records nothing and stops (classify_start_failure).
+AMBIGUOUS_START_DIAGNOSES = ('unknown', 'timeout')
+# The service role's settings in which the step counts (and the schedule) of one sweep differ.
+SWEPT_SETTINGS = ('sglang_service_speculative_algorithm', 'sglang_service_speculative_num_steps',
+                  'sglang_service_speculative_num_draft_tokens', 'sglang_service_speculative_adaptive',
+                  'sglang_service_speculative_adaptive_config')
 
 # What sglang_bench's fault says of its own accord: nothing of the configuration.
 _BENCH_FAULTS = {
@@ -132,4 +142,78 @@ def classify_bench_failure(failed, before, after, reachable=True, label='the con
             '"SIGQUIT received") and the kernel\'s OOM killer was not involved; the benchmark: %s' % (label, msg[:300]))
     # The server crashed under the load, or it still runs and answered with its own errors.
     result['diagnosis'] = 'server_error' if fault == 'server_error' and not crashed else 'crashed_under_load'
+    return result
+
+
+def _describe(speculative):
+    if not isinstance(speculative, dict) or not speculative.get('algorithm'):
+        return 'no speculative decoding'
+    return '%s steps %s, topk %s, draft tokens %s' % (speculative.get('algorithm'), speculative.get('num_steps'),
+                                                      speculative.get('eagle_topk'), speculative.get('num_draft_tokens'))
+
+
+def classify_start_failure(failure, rollback=None, label='the configuration'):
+    """Classify a failed start of the sweep: the configuration's verdict, or a fault the sweep stops on.
+
+    ``failure``: the service role's ``sglang_service_failure`` (diagnosis, message, remedy, evidence,
+    changed_settings, rolled_back_to, rollback_error, rollback_awaited, rollback_time_to_ready_s).
+    ``rollback``: sglang_service_wait's result for the last good configuration's start that the role left
+    unawaited (``ready``, ``time_to_ready_s``, ``msg``), or None when it was not awaited.
+
+    Returns ``{'verdict': the failure to record (kind start) or None, 'fault': message or None,
+    'await_rollback': bool}``. With ``await_rollback`` true neither is set yet: the answer depends on the
+    rolled-back configuration, to be awaited and passed as ``rollback``.
+    """
+    failure = dict(failure or {})
+    diagnosis = failure.get('diagnosis') or 'unknown'
+    result = {'verdict': None, 'fault': None, 'await_rollback': False}
+    if diagnosis in SHARED_START_DIAGNOSES:
+        result['fault'] = ('%s could not start for a reason every step count shares (the host or settings the sweep '
+                           'does not vary), not of the configuration (%s): %s %s Journal: %s'
+                           % (label, diagnosis, failure.get('message') or '', failure.get('remedy') or '',
+                              failure.get('evidence') or '-'))
+        return result
+    if diagnosis not in AMBIGUOUS_START_DIAGNOSES:
+        result['verdict'] = dict(failure, kind='start')
+        return result
+
+    def cannot_tell(why, what_to_do):
+        result['fault'] = ('%s failed to start (%s: %s; journal: %s) and whether that is the configuration\'s or the '
+                           'host\'s cannot be told: %s%s'
+                           % (label, diagnosis, (failure.get('message') or '').rstrip('.'), failure.get('evidence') or '-',
+                              why, '. ' + what_to_do if what_to_do else ''))
+        return result
+
+    # The caller (classify.yml) ends the message with what was recorded and how to resume.
+    deploy_one = ('To have a control, deploy one step count that works with these settings first (playbooks/deploy.yml '
+                  '-e spec_steps=N), or leave %s out of sweep_steps' % label)
+    changed = failure.get('changed_settings')
+    if failure.get('rollback_error'):
+        return cannot_tell('the last good configuration did not start again either (%s), so the host cannot serve now'
+                           % str(failure['rollback_error'])[:300], '')
+    if failure.get('rolled_back_to') is None:
+        return cannot_tell('no last good configuration was started again to compare with (none has reached ready on '
+                           'this host, or sglang_service_rollback is off)', deploy_one)
+    if changed is None:
+        return cannot_tell('the last good configuration was recorded without its settings (by an older release), so '
+                           'what differs from it is not known', deploy_one)
+    unswept = sorted(name for name in changed if name not in SWEPT_SETTINGS)
+    if unswept:
+        return cannot_tell('the last good configuration differs from it in settings the sweep does not vary (%s), so '
+                           'its start would not tell' % ', '.join(unswept), deploy_one)
+    control = _describe(failure.get('rolled_back_to'))
+    if failure.get('rollback_time_to_ready_s') is not None:
+        ready, seconds = True, failure['rollback_time_to_ready_s']
+    elif rollback is None:
+        result['await_rollback'] = True
+        return result
+    else:
+        ready, seconds = bool(rollback.get('ready')), rollback.get('time_to_ready_s')
+    if not ready:
+        return cannot_tell('the last good configuration (%s), started again right after, did not get ready either (%s), '
+                           'so the host cannot serve now' % (control, str(rollback.get('msg') or '')[:300]), '')
+    result['verdict'] = dict(failure, kind='start', control=(
+        'The last good configuration (%s), with the same settings but the ones the sweep varies, was started again on '
+        'this host right after and was ready in %s s: the host can serve, so the failure is %s\'s.'
+        % (control, seconds, label)))
     return result

@@ -26,7 +26,8 @@ server, interrupted benchmark) are not results; the sweep stops instead, and the
 configuration is measured again on the next run. Records written before this rule
 (``diagnosis: benchmark_failed``) are ignored for the same reason, and so are start failures
 for a reason every step count shares (``sweep_classify.SHARED_START_DIAGNOSES``: a refused flag, another
-process on a GPU, too few GPUs) that earlier releases stored.
+process on a GPU, too few GPUs) and start failures with no known cause that were not weighed against a
+control (``AMBIGUOUS_START_DIAGNOSES`` without ``control``) that earlier releases stored.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -42,7 +43,7 @@ import shutil
 
 from ansible_collections.llmops.sglang.plugins.module_utils.atomic_file import make_dirs, write_atomic
 from ansible_collections.llmops.sglang.plugins.module_utils.speculative import adaptive_config_plain
-from ansible_collections.llmops.sglang.plugins.module_utils.sweep_classify import SHARED_START_DIAGNOSES
+from ansible_collections.llmops.sglang.plugins.module_utils.sweep_classify import AMBIGUOUS_START_DIAGNOSES, SHARED_START_DIAGNOSES
 
 SCHEMA = 1
 
@@ -169,6 +170,10 @@ def is_verdict(failure):
     # A start that failed for a reason every step count shares (stored as a verdict by releases before
     # they stopped the sweep on it) says nothing of the configuration.
     if kind == 'start' and failure.get('diagnosis') in SHARED_START_DIAGNOSES:
+        return False
+    # A start with no known cause is the configuration's only once the last good configuration got ready on the
+    # same host after it (sweep_classify.classify_start_failure, which sets control).
+    if kind == 'start' and failure.get('diagnosis') in AMBIGUOUS_START_DIAGNOSES and not failure.get('control'):
         return False
     return kind in VERDICT_KINDS
 

@@ -171,14 +171,100 @@ def test_the_roles_journal_pattern_is_the_classifiers():
         assert not re.search(pattern, line), line
 
 
-def test_the_roles_host_start_diagnoses_are_the_classifiers():
-    """classify.yml stops the sweep on these start failures instead of recording them; each is a diagnosis."""
+def test_the_start_diagnoses_the_sweep_weighs_are_diagnoses():
+    from ansible_collections.llmops.sglang.plugins.module_utils import sweep_classify
+    from ansible_collections.llmops.sglang.plugins.module_utils.diagnosis import DIAGNOSIS_KEYS
+    assert set(sweep_classify.SHARED_START_DIAGNOSES) <= set(DIAGNOSIS_KEYS)
+    assert set(sweep_classify.AMBIGUOUS_START_DIAGNOSES) <= set(DIAGNOSIS_KEYS)
+    assert not set(sweep_classify.SHARED_START_DIAGNOSES) & set(sweep_classify.AMBIGUOUS_START_DIAGNOSES)
+
+
+def test_the_swept_settings_are_role_variables():
+    """Each setting the control may differ in is one the service role reports in changed_settings."""
     import os
     import yaml
     from ansible_collections.llmops.sglang.plugins.module_utils import sweep_classify
-    from ansible_collections.llmops.sglang.plugins.module_utils.diagnosis import DIAGNOSIS_KEYS
     here = os.path.dirname(os.path.abspath(__file__))
-    with open(os.path.join(here, '..', '..', '..', '..', 'roles', 'sweep', 'vars', 'main.yml')) as fh:
-        listed = yaml.safe_load(fh)['_sweep_shared_start_diagnoses']
-    assert tuple(listed) == sweep_classify.SHARED_START_DIAGNOSES
-    assert set(listed) <= set(DIAGNOSIS_KEYS)
+    with open(os.path.join(here, '..', '..', '..', '..', 'roles', 'sglang_service', 'defaults', 'main.yml')) as fh:
+        defaults = yaml.safe_load(fh)
+    assert set(sweep_classify.SWEPT_SETTINGS) <= set(defaults)
+
+
+# What the service role's sglang_service_failure holds after a failed start in a sweep (measure.yml:
+# the rollback started, not awaited).
+STEPS_3 = {'algorithm': 'EAGLE', 'num_steps': 3, 'eagle_topk': 1, 'num_draft_tokens': 4, 'draft_model_path': None}
+
+
+def start_failure(diagnosis='unknown', **changes):
+    failure = {
+        'diagnosis': diagnosis, 'message': 'The server exited during startup and the journal shows no known cause.',
+        'remedy': 'Read the journal lines below.', 'evidence': None, 'rolled_back_to': STEPS_3, 'rollback_error': None,
+        'rollback_awaited': False, 'rollback_time_to_ready_s': None,
+        'changed_settings': {'sglang_service_speculative_num_steps': {'asked': 5, 'last_good': 3},
+                             'sglang_service_speculative_num_draft_tokens': {'asked': 6, 'last_good': 4}}}
+    failure.update(changes)
+    return failure
+
+
+def start(failure, rollback=None):
+    from ansible_collections.llmops.sglang.plugins.filter.spec_sweep_start_failure import FilterModule as StartFilters
+    return StartFilters().filters()['spec_sweep_start_failure'](failure, rollback=rollback, label='steps 5')
+
+
+@pytest.mark.parametrize('diagnosis', ['not_enough_memory', 'cuda_out_of_memory', 'cuda_graph_capture_failed',
+                                       'verification_mismatch', 'speculative_adaptive_disabled'])
+def test_a_start_failure_with_a_known_cause_of_the_configuration_is_its_verdict(diagnosis):
+    found = start(start_failure(diagnosis))
+    assert found['fault'] is None and not found['await_rollback']
+    assert found['verdict']['kind'] == 'start' and found['verdict']['diagnosis'] == diagnosis
+
+
+@pytest.mark.parametrize('diagnosis', ['bad_argument', 'unbalanced_memory', 'too_few_gpus'])
+def test_a_start_failure_every_step_count_shares_is_a_fault(diagnosis):
+    found = start(start_failure(diagnosis, message='Another process holds GPU 3.', remedy='Free GPU 3.',
+                                evidence='RuntimeError: ...'))
+    assert found['verdict'] is None and not found['await_rollback']
+    assert found['fault'].startswith('steps 5 could not start for a reason every step count shares')
+    assert '(%s): Another process holds GPU 3. Free GPU 3. Journal: RuntimeError: ...' % diagnosis in found['fault']
+
+
+@pytest.mark.parametrize('diagnosis', ['unknown', 'timeout'])
+def test_a_start_failure_with_no_known_cause_waits_for_the_control_and_is_the_verdict_once_it_got_ready(diagnosis):
+    failure = start_failure(diagnosis)
+    first = start(failure)
+    assert first == {'verdict': None, 'fault': None, 'await_rollback': True}
+    found = start(failure, rollback={'ready': True, 'time_to_ready_s': 41.5})
+    assert found['fault'] is None
+    assert found['verdict']['diagnosis'] == diagnosis and found['verdict']['kind'] == 'start'
+    assert found['verdict']['control'] == (
+        'The last good configuration (EAGLE steps 3, topk 1, draft tokens 4), with the same settings but the ones the '
+        'sweep varies, was started again on this host right after and was ready in 41.5 s: the host can serve, so the '
+        'failure is steps 5\'s.')
+
+
+def test_a_control_the_role_awaited_itself_needs_no_second_wait():
+    found = start(start_failure(rollback_awaited=True, rollback_time_to_ready_s=12.0))
+    assert not found['await_rollback'] and 'was ready in 12.0 s' in found['verdict']['control']
+
+
+@pytest.mark.parametrize('changes, rollback, why', [
+    ({}, {'ready': False, 'msg': 'sglang-qwen.service exited during startup'},
+     'the last good configuration (EAGLE steps 3, topk 1, draft tokens 4), started again right after, did not get '
+     'ready either (sglang-qwen.service exited during startup), so the host cannot serve now'),
+    ({'rolled_back_to': None, 'rollback_error': 'timed out'}, None,
+     'the last good configuration did not start again either (timed out)'),
+    ({'rolled_back_to': None, 'rollback_awaited': None}, None,
+     'no last good configuration was started again to compare with'),
+    ({'changed_settings': None}, None, 'the last good configuration was recorded without its settings'),
+    ({'changed_settings': {'sglang_service_speculative_num_steps': {'asked': 5, 'last_good': 3},
+                           'sglang_service_sim_profile': {'asked': 'b.yaml', 'last_good': 'a.yaml'},
+                           'sglang_service_speculative_eagle_topk': {'asked': 1, 'last_good': 2}}}, None,
+     'the last good configuration differs from it in settings the sweep does not vary (sglang_service_sim_profile, '
+     'sglang_service_speculative_eagle_topk), so its start would not tell'),
+], ids=['control-not-ready', 'rollback-failed', 'nothing-to-roll-back-to', 'control-without-settings', 'other-settings'])
+def test_a_start_failure_with_no_known_cause_and_no_control_that_got_ready_is_a_fault(changes, rollback, why):
+    found = start(start_failure(**changes), rollback=rollback)
+    assert found['verdict'] is None and not found['await_rollback']
+    assert found['fault'].startswith('steps 5 failed to start (unknown: The server exited during startup and the journal '
+                                     'shows no known cause; journal: -) and ')
+    assert "whether that is the configuration's or the host's cannot be told: " + why in found['fault']

@@ -51,7 +51,7 @@ def test_torn_file_counts_as_missing(tmp_path):
 
 def test_success_supersedes_failure(tmp_path):
     d = str(tmp_path)
-    st.record_failure(d, 'sim1', 3, FP, {'diagnosis': 'timeout'})
+    st.record_failure(d, 'sim1', 3, FP, {'diagnosis': 'not_enough_memory'})
     st.record_measurement(d, 'sim1', 3, FP, result(10.0))
     assert st.load_configs(d, 'sim1', [3], FP)[0]['status'] == 'ok'
 
@@ -92,11 +92,19 @@ def test_only_verdicts_are_stored_and_old_unclassified_failures_do_not_block(tmp
     st.write_json_atomic(os.path.join(st.config_dir(results, 'h', 4), 'failure.json'), {
         'schema': st.SCHEMA, 'kind': 'failure', 'host': 'h', 'steps': 4, 'fingerprint': fp,
         'failure': {'kind': 'start', 'diagnosis': 'unbalanced_memory', 'message': 'another process holds GPU 2'}})
+    # a start with no known cause is a verdict only with the control that made it one
+    for diagnosis in ('unknown', 'timeout'):
+        with _pytest.raises(ValueError, match='only a verdict'):
+            st.record_failure(results, 'h', 5, fp, {'kind': 'start', 'diagnosis': diagnosis})
+    st.write_json_atomic(os.path.join(st.config_dir(results, 'h', 5), 'failure.json'), {
+        'schema': st.SCHEMA, 'kind': 'failure', 'host': 'h', 'steps': 5, 'fingerprint': fp,
+        'failure': {'kind': 'start', 'diagnosis': 'timeout', 'message': 'not ready within 1800 s'}})
+    st.record_failure(results, 'h', 6, fp, {'kind': 'start', 'diagnosis': 'unknown', 'control': 'steps 3 got ready'})
     st.record_failure(results, 'h', 10, fp, {'kind': 'start', 'diagnosis': 'not_enough_memory'})
     st.record_failure(results, 'h', 11, fp, {'kind': 'load', 'diagnosis': 'crashed_under_load'})
-    configs = dict((c['steps'], c) for c in st.load_configs(results, 'h', [2, 4, 10, 11], fp))
-    assert configs[2]['status'] == 'missing' and configs[4]['status'] == 'missing'
-    assert configs[10]['status'] == 'failed' and configs[11]['status'] == 'failed'
+    configs = dict((c['steps'], c) for c in st.load_configs(results, 'h', [2, 4, 5, 6, 10, 11], fp))
+    assert configs[2]['status'] == 'missing' and configs[4]['status'] == 'missing' and configs[5]['status'] == 'missing'
+    assert configs[6]['status'] == 'failed' and configs[10]['status'] == 'failed' and configs[11]['status'] == 'failed'
 
 
 def test_measurements_of_another_sglang_version_are_not_reused(tmp_path):
