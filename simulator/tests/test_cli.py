@@ -170,6 +170,33 @@ def test_a_warm_up_that_fails_ends_the_server_before_it_is_ready(tmp_path):
         assert "fired up" in sim.output()
 
 
+def test_a_warm_up_that_hangs_never_gets_ready_and_holds_a_sigterm_drain(tmp_path):
+    import signal
+    import time
+    import urllib.error
+    import urllib.request
+    from sglang_sim.testing import SimProcess, write_profile
+    hanging = write_profile({"timing": {"load_time_s": 0.1, "warmup_s": 0.01, "sigterm_poll_s": 0.2},
+                             "faults": {"start_hang_min_steps": 4}},
+                            directory=str(tmp_path))
+    sim = SimProcess(SPEC + ["4"], profile=hanging, wait=False)
+    with sim:
+        deadline = time.monotonic() + 20
+        while "faults.start_hang_min_steps" not in sim.output() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)
+        with pytest.raises(urllib.error.HTTPError) as answer:
+            urllib.request.urlopen(sim.url + "/health_generate", timeout=5)
+        assert answer.value.code == 503
+        # SGLang's drain waits on the warm-up request it never finishes (systemd's TimeoutStopSec ends that)
+        sim.proc.send_signal(signal.SIGTERM)
+        with pytest.raises(subprocess.TimeoutExpired):
+            sim.proc.wait(timeout=1.5)
+        assert "Remaining number of requests 1." in sim.output()
+        assert sim.stop(sig=signal.SIGINT) == 0  # uvicorn's SIGINT ends a drain at once
+        assert "fired up" not in sim.output()
+
+
 def test_weights_that_do_not_fit_are_cuda_oom():
     proc = run_sim(["--tp-size", "1"])
     assert proc.returncode != 0 and "torch.OutOfMemoryError: CUDA out of memory" in proc.stdout

@@ -77,6 +77,7 @@ SCHEMA = {
         "crash_min_steps": _num(0, None, True),
         "occupied_gpu_gib": _num(0.0),
         "start_failure_min_steps": _num(0, None, True),
+        "start_hang_min_steps": _num(0, None, True),
     },
     "acceptance": {
         "greedy": {"kind": "list"},

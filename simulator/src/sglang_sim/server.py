@@ -167,6 +167,7 @@ class SimServer(object):
         self.log = log
         self.ready = False
         self.draining = False  # SIGTERM received: health answers 503 while requests drain (startup.drain)
+        self.hung_rids = []  # requests whose forward never returns (faults.start_hang_min_steps): a drain waits on them
         self.context_len = cfg.context_length or profile["model"]["context_length"]
         # The words it generates and how it counts prompts: the tokenizer's when --tokenizer-path
         # (default: the model path) holds a tokenizer.json, so clients that re-tokenize count exactly.

@@ -9,6 +9,7 @@ import os
 import signal
 import sysconfig
 import time
+import uuid
 
 from aiohttp import web
 
@@ -156,7 +157,7 @@ async def drain(server, log, poll_s, watchdog_origin, interrupt):
             return
         except asyncio.TimeoutError:
             pass
-        rids = [req.rid for req in engine.running + engine.waiting]
+        rids = [req.rid for req in engine.running + engine.waiting] + server.hung_rids
         log.main("Gracefully exiting... Remaining number of requests %d. Remaining requests remaining_rids=%r."
                  % (len(rids), rids))
         if not rids:
@@ -326,6 +327,14 @@ async def startup_and_serve(args, profile, cfg, plan, log, warnings):
     async def warmup():
         await _phase(timing["warmup_s"])
         watchdog_origin.append(time.monotonic())
+        hanging_steps = profile["faults"]["start_hang_min_steps"]
+        if hanging_steps and cfg.spec and cfg.steps >= hanging_steps:
+            # The warm-up reached the tokenizer manager (which then took SIGTERM over) and never comes back:
+            # a SIGTERM's drain waits on it until systemd's TimeoutStopSec kills the server, as SGLang's would.
+            server.hung_rids.append(uuid.uuid4().hex)
+            log.raw("[sglang-sim] profile fault: the warm-up request is never answered at %d or more steps "
+                    "(faults.start_hang_min_steps)" % hanging_steps)
+            await asyncio.Event().wait()  # until the shutdown cancels it
         failing_steps = profile["faults"]["start_failure_min_steps"]
         if failing_steps and cfg.spec and cfg.steps >= failing_steps:
             # The scheduler fails the warm-up's forward and sends SIGQUIT; the tokenizer manager, which
