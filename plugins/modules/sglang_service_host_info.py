@@ -16,7 +16,8 @@ description:
   - Reads, without changing anything, each of the things it is asked for, and returns them side by side. The
     C(llmops.sglang.sglang_service) role asks once per play what it used to read in up to six module runs, a
     round trip each. That is the GPUs, the model's C(config.json), the Python version, what the rollback guard
-    did, the Debian packages the virtualenv needs, and whether the virtualenv already holds the simulator.
+    did, the Debian packages the virtualenv needs, whether the virtualenv already holds the simulator, whether
+    the service account and directories are already as the role makes them, and whether the unit is enabled.
   - Only what an option asks for is read; the result has a key for each of those, C(null) for the others.
   - A command that cannot run is a result, not a failure (its C(rc) says why, as C(timeout) and a shell would
     say it). A file that does not exist is C(null). A file that exists but cannot be read fails the module.
@@ -47,6 +48,60 @@ options:
     description: Whether to list the GPUs with C(nvidia-smi -L).
     type: bool
     default: false
+  layout:
+    description:
+      - The service account and directories the role creates, to compare with what the host has. The role
+        skips its user, group and directory tasks when RV(layout.in_place); anything else runs them.
+    type: dict
+    suboptions:
+      group:
+        description: A group that must exist.
+        type: str
+      user:
+        description: A user that must exist with these attributes (those C(ansible.builtin.user) would change).
+        type: dict
+        suboptions:
+          name:
+            description: The user's name.
+            type: str
+            required: true
+          group:
+            description: Its primary group's name.
+            type: str
+            required: true
+          home:
+            description: Its home directory.
+            type: path
+            required: true
+          shell:
+            description: Its login shell.
+            type: path
+            required: true
+      directories:
+        description: Directories that must exist with this owner, group and octal mode.
+        type: list
+        elements: dict
+        default: []
+        suboptions:
+          path:
+            description: The directory.
+            type: path
+            required: true
+          owner:
+            description: Its owner's name.
+            type: str
+            required: true
+          group:
+            description: Its group's name.
+            type: str
+            required: true
+          mode:
+            description: Its mode, in octal (for example C(0750)); any other form is never in place.
+            type: str
+            required: true
+  unit_enabled:
+    description: A systemd unit whose C(systemctl is-enabled) state to read.
+    type: str
   command_timeout:
     description: Seconds after which a command is killed (a wedged driver can hang C(nvidia-smi)); its C(rc) is then 124.
     type: int
@@ -134,6 +189,23 @@ model_config:
       description: The file's content (null when it does not exist).
       type: str
   sample: {content: '{"num_attention_heads": 32, "num_key_value_heads": 2}'}
+layout:
+  description: How the host's account and directories compare with O(layout) (null when it is not set).
+  returned: always
+  type: dict
+  contains:
+    in_place:
+      description: Whether everything O(layout) names exists as it says.
+      type: bool
+    differs:
+      description: What does not, one line each.
+      type: list
+      elements: str
+  sample: {in_place: false, differs: ["directory /etc/sglang: mode 0700, not 0755"]}
+unit_enabled:
+  description: What C(systemctl is-enabled) printed for O(unit_enabled), for example C(enabled), C(disabled) or C(not-found) (null when it is not set).
+  returned: always
+  type: str
 nvidia_smi:
   description: The run of C(nvidia-smi -L) (null when O(nvidia_smi) is false).
   returned: always
@@ -153,6 +225,10 @@ nvidia_smi:
 '''
 
 import errno
+import grp
+import os
+import pwd
+import stat
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.llmops.sglang.plugins.module_utils.service_systemd import run_with_timeout
@@ -186,11 +262,57 @@ def dpkg_state(packages, timeout):
                 missing=[p for p in packages if p not in installed])
 
 
+def _name(lookup, ident):
+    try:
+        return lookup(ident)[0]
+    except KeyError:
+        return str(ident)
+
+
+def compare_layout(layout):
+    """What of ``layout`` (the module's option) the host does not have as it says, one line each."""
+    differs = []
+    if layout.get('group'):
+        try:
+            grp.getgrnam(layout['group'])
+        except KeyError:
+            differs.append('group %s: missing' % layout['group'])
+    user = layout.get('user')
+    if user:
+        try:
+            entry = pwd.getpwnam(user['name'])
+        except KeyError:
+            differs.append('user %s: missing' % user['name'])
+        else:
+            have = dict(group=_name(grp.getgrgid, entry.pw_gid), home=entry.pw_dir, shell=entry.pw_shell)
+            differs.extend('user %s: %s %s, not %s' % (user['name'], key, have[key], user[key])
+                           for key in ('group', 'home', 'shell') if have[key] != user[key])
+    for want in layout.get('directories') or []:
+        try:
+            st = os.lstat(want['path'])
+        except OSError:
+            differs.append('directory %s: missing' % want['path'])
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            differs.append('directory %s: not a directory' % want['path'])
+            continue
+        have = dict(owner=_name(pwd.getpwuid, st.st_uid), group=_name(grp.getgrgid, st.st_gid), mode='%04o' % stat.S_IMODE(st.st_mode))
+        try:
+            mode_wanted = '%04o' % int(want['mode'], 8)
+        except ValueError:
+            mode_wanted = want['mode']
+        wanted = dict(owner=want['owner'], group=want['group'], mode=mode_wanted)
+        differs.extend('directory %s: %s %s, not %s' % (want['path'], key, have[key], wanted[key])
+                       for key in ('owner', 'group', 'mode') if have[key] != wanted[key])
+    return dict(in_place=not differs, differs=differs)
+
+
 def read_host(params):
     """What ``params`` ask for (the module's options), read from this host. Raises OSError for a file
     that exists but cannot be read."""
     timeout = params['command_timeout']
-    result = dict(interpreter=None, packages=None, simulator=None, guard_record=None, model_config=None, nvidia_smi=None)
+    result = dict(interpreter=None, packages=None, simulator=None, guard_record=None, model_config=None, nvidia_smi=None,
+                  layout=None, unit_enabled=None)
     if params['interpreter']:
         done = run([params['interpreter'], '-c', PYTHON_VERSION], timeout)
         result['interpreter'] = dict(rc=done['rc'], version=done['stdout'].strip() if done['rc'] == 0 else '',
@@ -205,6 +327,12 @@ def read_host(params):
         result['guard_record'] = read_text(params['guard_record'])
     if params['model_config']:
         result['model_config'] = dict(content=read_text(params['model_config']))
+    if params['layout']:
+        result['layout'] = compare_layout(params['layout'])
+    if params['unit_enabled']:
+        # is-enabled exits 1 for disabled and not-found alike; what it printed tells them apart.
+        done = run(['systemctl', 'is-enabled', params['unit_enabled']], timeout)
+        result['unit_enabled'] = done['stdout'].strip() or 'unknown'
     if params['nvidia_smi']:
         done = run(['nvidia-smi', '-L'], timeout)
         result['nvidia_smi'] = dict(rc=done['rc'], stdout_lines=done['stdout'].splitlines(), stderr=done['stderr'].strip())
@@ -221,6 +349,22 @@ def main():
             guard_record=dict(type='path'),
             model_config=dict(type='path'),
             nvidia_smi=dict(type='bool', default=False),
+            layout=dict(type='dict', options=dict(
+                group=dict(type='str'),
+                user=dict(type='dict', options=dict(
+                    name=dict(type='str', required=True),
+                    group=dict(type='str', required=True),
+                    home=dict(type='path', required=True),
+                    shell=dict(type='path', required=True),
+                )),
+                directories=dict(type='list', elements='dict', default=[], options=dict(
+                    path=dict(type='path', required=True),
+                    owner=dict(type='str', required=True),
+                    group=dict(type='str', required=True),
+                    mode=dict(type='str', required=True),
+                )),
+            )),
+            unit_enabled=dict(type='str'),
             command_timeout=dict(type='int', default=20),
         ),
         supports_check_mode=True,

@@ -1,6 +1,8 @@
 """sglang_service_host_info: everything a deployment reads of its host in one call, with real files and
 stand-in executables (an interpreter, dpkg-query, nvidia-smi that answer, fail, are missing or hang)."""
+import grp
 import os
+import pwd
 import sys
 import time
 
@@ -11,7 +13,7 @@ from ansible_collections.llmops.sglang.plugins.modules.sglang_service_host_info 
 
 def params(**kw):
     out = dict(interpreter=None, packages=[], simulator_python=None, simulator_digest_file=None, guard_record=None,
-               model_config=None, nvidia_smi=False, command_timeout=20)
+               model_config=None, nvidia_smi=False, layout=None, unit_enabled=None, command_timeout=20)
     out.update(kw)
     return out
 
@@ -33,7 +35,7 @@ def path_with(tmp_path, monkeypatch):
 
 def test_nothing_asked_reads_nothing():
     assert read_host(params()) == dict(interpreter=None, packages=None, simulator=None, guard_record=None,
-                                       model_config=None, nvidia_smi=None)
+                                       model_config=None, nvidia_smi=None, layout=None, unit_enabled=None)
 
 
 def test_reads_the_interpreters_version():
@@ -119,3 +121,61 @@ def test_a_command_that_hangs_is_killed_with_its_children_and_is_rc_124(tmp_path
     assert time.monotonic() - started < 5
     time.sleep(1.5)
     assert not marker.exists()
+
+
+def me():
+    """This process's user, its primary group, home and shell, as the host's databases say."""
+    entry = pwd.getpwuid(os.getuid())
+    return entry.pw_name, grp.getgrgid(entry.pw_gid).gr_name, entry.pw_dir, entry.pw_shell
+
+
+def test_the_layout_is_in_place_when_account_and_directories_are_as_named(tmp_path):
+    user, group, home, shell = me()
+    (tmp_path / "work").mkdir(mode=0o750)
+    (tmp_path / "work").chmod(0o750)
+    layout = dict(group=group, user=dict(name=user, group=group, home=home, shell=shell),
+                  directories=[dict(path=str(tmp_path / "work"), owner=user, group=group, mode="0750")])
+    assert read_host(params(layout=layout))["layout"] == dict(in_place=True, differs=[])
+
+
+def test_each_difference_of_the_layout_is_named(tmp_path):
+    user, group, home, shell = me()
+    (tmp_path / "open").mkdir()
+    (tmp_path / "open").chmod(0o755)
+    (tmp_path / "file").write_text("")
+    layout = dict(group="llmops-no-such-group",
+                  user=dict(name=user, group=group, home="/nonexistent-home", shell="/usr/sbin/nologin"),
+                  directories=[dict(path=str(tmp_path / "open"), owner=user, group=group, mode="0700"),
+                               dict(path=str(tmp_path / "missing"), owner=user, group=group, mode="0700"),
+                               dict(path=str(tmp_path / "file"), owner=user, group=group, mode="0700"),
+                               dict(path=str(tmp_path / "open"), owner=user, group=group, mode="u=rwx")])
+    got = read_host(params(layout=layout))["layout"]
+    assert got["in_place"] is False
+    expected = ["group llmops-no-such-group: missing",
+                "user %s: home %s, not /nonexistent-home" % (user, home),
+                "directory %s: mode 0755, not 0700" % (tmp_path / "open"),
+                "directory %s: missing" % (tmp_path / "missing"),
+                "directory %s: not a directory" % (tmp_path / "file"),
+                "directory %s: mode 0755, not u=rwx" % (tmp_path / "open")]
+    if shell != "/usr/sbin/nologin":
+        expected.insert(2, "user %s: shell %s, not /usr/sbin/nologin" % (user, shell))
+    assert got["differs"] == expected
+
+
+def test_a_missing_user_and_another_owner_are_named(tmp_path):
+    user, group, home, shell = me()
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d").chmod(0o700)
+    layout = dict(user=dict(name="llmops-no-such-user", group=group, home=home, shell=shell),
+                  directories=[dict(path=str(tmp_path / "d"), owner="llmops-someone-else", group=group, mode="700")])
+    assert read_host(params(layout=layout))["layout"]["differs"] == [
+        "user llmops-no-such-user: missing",
+        "directory %s: owner %s, not llmops-someone-else" % (tmp_path / "d", user)]
+
+
+@pytest.mark.parametrize("printed, rc, expected", [("enabled", 0, "enabled"), ("disabled", 1, "disabled"),
+                                                   ("not-found", 1, "not-found"), ("", 1, "unknown")])
+def test_the_units_enabled_state_is_what_systemctl_printed(path_with, printed, rc, expected):
+    prints = 'printf "%%s\\n" "%s"; ' % printed if printed else ""
+    executable(path_with / "systemctl", '[ "$1 $2" = "is-enabled sglang-qwen.service" ] || exit 9\n%sexit %d\n' % (prints, rc))
+    assert read_host(params(unit_enabled="sglang-qwen.service"))["unit_enabled"] == expected
