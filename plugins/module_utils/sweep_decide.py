@@ -386,6 +386,18 @@ def failure_text(failure):
     return '%s: %s' % (kind, failure.get('diagnosis') or 'unknown')
 
 
+def failure_details(failure):
+    """What a verdict's reader needs beyond its diagnosis: the journal's evidence and, for a start with no known
+    cause, the control that made it the configuration's (classify_start_failure); '' without either."""
+    failure = failure or {}
+    parts = []
+    if failure.get('evidence'):
+        parts.append('journal: %s' % failure['evidence'])
+    if failure.get('control'):
+        parts.append(failure['control'].strip())
+    return (' (%s)' % '; '.join(parts)) if parts else ''
+
+
 # Start failures that say the configuration needs more GPU memory than the host has. The sweep keeps
 # one top-k (sweep_speculative_eagle_topk, part of the fingerprint: every stored configuration of a
 # plan has the same), and with the same top-k a larger step count needs more memory, never less
@@ -788,8 +800,9 @@ def decide(configs, objective, params=None, concurrency_levels=None):
                     why = '%s (%s)' % (why, message)
             else:
                 why = cfg.get('reason') or status
-            verdicts.append({'steps': steps, 'status': status, 'score': None, 'spread': None, 'verdict': why})
             notes.append('%s %s' % (name, why))
+            verdicts.append({'steps': steps, 'status': status, 'score': None, 'spread': None,
+                             'verdict': why + failure_details(cfg.get('failure')) if status == STATUS_FAILED else why})
             continue
         summary = balanced.get(steps) if objective == 'balanced' else summarize(cfg, objective, p)
         if summary is None or summary['score'] is None:

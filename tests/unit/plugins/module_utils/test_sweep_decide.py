@@ -508,3 +508,22 @@ def test_measured_data_above_a_memory_failure_is_kept():
     small = [failed(1), missing(2)]
     assert [e['action'] for e in sd.plan([missing(1), failed(2)], 'agentic', 1, NO_EARLY_STOP)] == ['measure', 'failed']
     assert [e['action'] for e in sd.plan(small, 'agentic', 1, NO_EARLY_STOP)] == ['failed', 'skip']
+
+
+def test_a_failed_starts_verdict_carries_its_evidence_and_control_but_the_reason_only_its_diagnosis():
+    # A start with no known cause is recorded only with its control (classify_start_failure): the report's
+    # reader must see what made it the configuration's, not just "unknown".
+    control = ('The last good configuration (NEXTN steps 3, topk 1, draft tokens 4), with the same settings but the ones '
+               'the sweep varies, was started again on this host right after and was ready in 0.76 s.')
+    configs = [ok(s) for s in (1, 2, 3)] + [
+        {'steps': 5, 'status': 'failed', 'repeats': [],
+         'failure': {'kind': 'start', 'diagnosis': 'unknown', 'message': 'The server exited during startup.',
+                     'evidence': 'torch.AcceleratorError: CUDA error: an illegal memory access was encountered',
+                     'control': control}},
+        failed(10)]
+    result = sd.decide(configs, 'agentic')
+    by_steps = {v['steps']: v['verdict'] for v in result['verdicts']}
+    assert by_steps[5] == ('failed to start: unknown (journal: torch.AcceleratorError: CUDA error: an illegal memory '
+                           'access was encountered; %s)' % control)
+    assert by_steps[10] == 'failed to start: not_enough_memory'
+    assert 'illegal memory access' not in result['reason'] and 'steps 5 failed to start: unknown' in result['reason']
