@@ -296,3 +296,22 @@ def test_the_sweeps_baseline_renders_no_speculative_flag_at_all():
                     sglang_service_speculative_adaptive_config=None)
     assert [k for k in config_options(baseline) if k.startswith("speculative")] == []
     assert not [a for a in server_argv(baseline) if a.startswith("--speculative")]
+
+
+def test_the_account_the_role_makes_and_compares_is_never_root():
+    # ansible.builtin.user would move root's home to the working directory and take its login shell away.
+    made = role_var("_sglang_service_layout", dict(SEED))
+    assert made["group"] == "sglang"
+    assert made["user"] == dict(name="sglang", group="sglang", home="/var/lib/sglang", shell="/usr/sbin/nologin")
+    as_root = role_var("_sglang_service_layout", dict(SEED, sglang_service_user="root", sglang_service_group="root"))
+    assert as_root["user"] is None and as_root["group"] is None
+    assert [d["path"] for d in as_root["directories"]] == ["/var/lib/sglang", "/etc/sglang", "/etc/sglang/sglang.last-good"]
+    assert [d["owner"] for d in as_root["directories"]] == ["root", "root", "root"]
+    assert not role_var("_sglang_service_manage_user", dict(SEED, sglang_service_user="root"))
+    assert role_var("_sglang_service_manage_group", dict(SEED, sglang_service_user="root"))
+    assert role_var("_sglang_service_layout", dict(SEED, sglang_service_create_user=False))["user"] is None
+
+
+def test_the_simulator_needs_only_python3_venv_of_apt():
+    assert role_var("_sglang_service_os_packages", dict(SEED)) == ["python3-venv", "python3-packaging"]
+    assert role_var("_sglang_service_os_packages", dict(SEED, sglang_service_launch_module="sglang_sim")) == ["python3-venv"]
