@@ -201,7 +201,12 @@ layout:
       description: What does not, one line each.
       type: list
       elements: str
-  sample: {in_place: false, differs: ["directory /etc/sglang: mode 0700, not 0755"]}
+    user_is_login:
+      description:
+        - Whether the user of O(layout.user) exists as a login account (a UID of at least C(UID_MIN) of
+          C(/etc/login.defs), 1000 without it), which the role must not turn into a system account.
+      type: bool
+  sample: {in_place: false, differs: ["directory /etc/sglang: mode 0700, not 0755"], user_is_login: false}
 unit_enabled:
   description: What C(systemctl is-enabled) printed for O(unit_enabled), for example C(enabled), C(disabled) or C(not-found) (null when it is not set).
   returned: always
@@ -269,9 +274,24 @@ def _name(lookup, ident):
         return str(ident)
 
 
+def login_uid_min(path='/etc/login.defs'):
+    """UID_MIN of login.defs: the first UID useradd gives a login account (1000 without the file or the key)."""
+    try:
+        with open(path) as fh:
+            for line in fh:
+                fields = line.split()
+                if len(fields) >= 2 and fields[0] == 'UID_MIN' and fields[1].isdigit():
+                    return int(fields[1])
+    except (IOError, OSError):
+        pass
+    return 1000
+
+
 def compare_layout(layout):
-    """What of ``layout`` (the module's option) the host does not have as it says, one line each."""
+    """What of ``layout`` (the module's option) the host does not have as it says, one line each, and
+    whether its user is a login account."""
     differs = []
+    user_is_login = False
     if layout.get('group'):
         try:
             grp.getgrnam(layout['group'])
@@ -284,6 +304,7 @@ def compare_layout(layout):
         except KeyError:
             differs.append('user %s: missing' % user['name'])
         else:
+            user_is_login = entry.pw_uid >= login_uid_min()
             have = dict(group=_name(grp.getgrgid, entry.pw_gid), home=entry.pw_dir, shell=entry.pw_shell)
             differs.extend('user %s: %s %s, not %s' % (user['name'], key, have[key], user[key])
                            for key in ('group', 'home', 'shell') if have[key] != user[key])
@@ -304,7 +325,7 @@ def compare_layout(layout):
         wanted = dict(owner=want['owner'], group=want['group'], mode=mode_wanted)
         differs.extend('directory %s: %s %s, not %s' % (want['path'], key, have[key], wanted[key])
                        for key in ('owner', 'group', 'mode') if have[key] != wanted[key])
-    return dict(in_place=not differs, differs=differs)
+    return dict(in_place=not differs, differs=differs, user_is_login=user_is_login)
 
 
 def read_host(params):

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from ansible_collections.llmops.sglang.plugins.modules.sglang_service_host_info import read_host, run
+from ansible_collections.llmops.sglang.plugins.modules.sglang_service_host_info import login_uid_min, read_host, run
 
 
 def params(**kw):
@@ -135,7 +135,7 @@ def test_the_layout_is_in_place_when_account_and_directories_are_as_named(tmp_pa
     (tmp_path / "work").chmod(0o750)
     layout = dict(group=group, user=dict(name=user, group=group, home=home, shell=shell),
                   directories=[dict(path=str(tmp_path / "work"), owner=user, group=group, mode="0750")])
-    assert read_host(params(layout=layout))["layout"] == dict(in_place=True, differs=[])
+    assert read_host(params(layout=layout))["layout"] == dict(in_place=True, differs=[], user_is_login=os.getuid() >= login_uid_min())
 
 
 def test_each_difference_of_the_layout_is_named(tmp_path):
@@ -179,3 +179,25 @@ def test_the_units_enabled_state_is_what_systemctl_printed(path_with, printed, r
     prints = 'printf "%%s\\n" "%s"; ' % printed if printed else ""
     executable(path_with / "systemctl", '[ "$1 $2" = "is-enabled sglang-qwen.service" ] || exit 9\n%sexit %d\n' % (prints, rc))
     assert read_host(params(unit_enabled="sglang-qwen.service"))["unit_enabled"] == expected
+
+
+def test_uid_min_is_read_from_login_defs_and_is_1000_without_it(tmp_path):
+    defs = tmp_path / "login.defs"
+    defs.write_text("# UID_MIN 5\nUID_MAX\t\t60000\nUID_MIN\t\t 2000\n")
+    assert login_uid_min(str(defs)) == 2000
+    assert login_uid_min(str(tmp_path / "none")) == 1000
+    defs.write_text("UID_MIN lots\n")
+    assert login_uid_min(str(defs)) == 1000
+
+
+def test_a_login_account_is_told_apart_from_a_system_one(monkeypatch, tmp_path):
+    # The role must not make a login account (alice, UID 1000) the service's system account; the
+    # passwd database is the only thing stood in for here.
+    user, group, home, shell = me()
+    alice = pwd.struct_passwd(("alice", "x", 1000, os.getgid(), "", "/home/alice", "/bin/bash"))
+    real = pwd.getpwnam
+    monkeypatch.setattr(pwd, "getpwnam", lambda name: alice if name == "alice" else real(name))
+    layout = dict(user=dict(name="alice", group=group, home="/var/lib/sglang", shell="/usr/sbin/nologin"))
+    got = read_host(params(layout=layout))["layout"]
+    assert got["user_is_login"] is True
+    assert got["differs"] == ["user alice: home /home/alice, not /var/lib/sglang", "user alice: shell /bin/bash, not /usr/sbin/nologin"]
