@@ -794,15 +794,15 @@ def decide(configs, objective, params=None, concurrency_levels=None):
         name = label(steps)
         if status != STATUS_OK:
             if status == STATUS_FAILED:
-                why = failure_text(cfg.get('failure'))
-                message = (cfg.get('failure') or {}).get('message')
-                if steps == SCHEDULE and message:
-                    why = '%s (%s)' % (why, message)
+                failure = cfg.get('failure') or {}
+                why = failure_text(failure)
+                if steps == SCHEDULE and failure.get('message'):
+                    why = '%s (%s)' % (why, failure['message'])
+                verdict = why + failure_details(failure)
             else:
-                why = cfg.get('reason') or status
+                why = verdict = cfg.get('reason') or status
             notes.append('%s %s' % (name, why))
-            verdicts.append({'steps': steps, 'status': status, 'score': None, 'spread': None,
-                             'verdict': why + failure_details(cfg.get('failure')) if status == STATUS_FAILED else why})
+            verdicts.append({'steps': steps, 'status': status, 'score': None, 'spread': None, 'verdict': verdict})
             continue
         summary = balanced.get(steps) if objective == 'balanced' else summarize(cfg, objective, p)
         if summary is None or summary['score'] is None:
