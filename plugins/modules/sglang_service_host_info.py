@@ -201,12 +201,16 @@ layout:
       description: What does not, one line each.
       type: list
       elements: str
+    user_differs:
+      description: The lines of RV(layout.differs) about the user of O(layout.user).
+      type: list
+      elements: str
     user_is_login:
       description:
         - Whether the user of O(layout.user) exists as a login account (a UID of at least C(UID_MIN) of
           C(/etc/login.defs), 1000 without it), which the role must not turn into a system account.
       type: bool
-  sample: {in_place: false, differs: ["directory /etc/sglang: mode 0700, not 0755"], user_is_login: false}
+  sample: {in_place: false, differs: ["directory /etc/sglang: mode 0700, not 0755"], user_differs: [], user_is_login: false}
 unit_enabled:
   description: What C(systemctl is-enabled) printed for O(unit_enabled), for example C(enabled), C(disabled) or C(not-found) (null when it is not set).
   returned: always
@@ -288,9 +292,10 @@ def login_uid_min(path='/etc/login.defs'):
 
 
 def compare_layout(layout):
-    """What of ``layout`` (the module's option) the host does not have as it says, one line each, and
-    whether its user is a login account."""
+    """What of ``layout`` (the module's option) the host does not have as it says, one line each (those of
+    its user also apart), and whether its user is a login account."""
     differs = []
+    user_differs = []
     user_is_login = False
     if layout.get('group'):
         try:
@@ -302,12 +307,13 @@ def compare_layout(layout):
         try:
             entry = pwd.getpwnam(user['name'])
         except KeyError:
-            differs.append('user %s: missing' % user['name'])
+            user_differs.append('user %s: missing' % user['name'])
         else:
             user_is_login = entry.pw_uid >= login_uid_min()
             have = dict(group=_name(grp.getgrgid, entry.pw_gid), home=entry.pw_dir, shell=entry.pw_shell)
-            differs.extend('user %s: %s %s, not %s' % (user['name'], key, have[key], user[key])
-                           for key in ('group', 'home', 'shell') if have[key] != user[key])
+            user_differs.extend('user %s: %s %s, not %s' % (user['name'], key, have[key], user[key])
+                                for key in ('group', 'home', 'shell') if have[key] != user[key])
+    differs.extend(user_differs)
     for want in layout.get('directories') or []:
         try:
             st = os.lstat(want['path'])
@@ -325,7 +331,7 @@ def compare_layout(layout):
         wanted = dict(owner=want['owner'], group=want['group'], mode=mode_wanted)
         differs.extend('directory %s: %s %s, not %s' % (want['path'], key, have[key], wanted[key])
                        for key in ('owner', 'group', 'mode') if have[key] != wanted[key])
-    return dict(in_place=not differs, differs=differs, user_is_login=user_is_login)
+    return dict(in_place=not differs, differs=differs, user_differs=user_differs, user_is_login=user_is_login)
 
 
 def read_host(params):

@@ -135,7 +135,8 @@ def test_the_layout_is_in_place_when_account_and_directories_are_as_named(tmp_pa
     (tmp_path / "work").chmod(0o750)
     layout = dict(group=group, user=dict(name=user, group=group, home=home, shell=shell),
                   directories=[dict(path=str(tmp_path / "work"), owner=user, group=group, mode="0750")])
-    assert read_host(params(layout=layout))["layout"] == dict(in_place=True, differs=[], user_is_login=os.getuid() >= login_uid_min())
+    assert read_host(params(layout=layout))["layout"] == dict(in_place=True, differs=[], user_differs=[],
+                                                              user_is_login=os.getuid() >= login_uid_min())
 
 
 def test_each_difference_of_the_layout_is_named(tmp_path):
@@ -160,6 +161,7 @@ def test_each_difference_of_the_layout_is_named(tmp_path):
     if shell != "/usr/sbin/nologin":
         expected.insert(2, "user %s: shell %s, not /usr/sbin/nologin" % (user, shell))
     assert got["differs"] == expected
+    assert got["user_differs"] == [line for line in expected if line.startswith("user ")]
 
 
 def test_a_missing_user_and_another_owner_are_named(tmp_path):
@@ -201,3 +203,4 @@ def test_a_login_account_is_told_apart_from_a_system_one(monkeypatch, tmp_path):
     got = read_host(params(layout=layout))["layout"]
     assert got["user_is_login"] is True
     assert got["differs"] == ["user alice: home /home/alice, not /var/lib/sglang", "user alice: shell /bin/bash, not /usr/sbin/nologin"]
+    assert got["user_differs"] == got["differs"]
