@@ -188,3 +188,12 @@ def test_extra_args_that_set_the_roles_own_arguments_fail_validation_naming_the_
         "so the server would run another configuration than the one the role checks and reports): "
         "--speculative-num-steps=2 (set sglang_service_speculative_num_steps instead); --tp (set sglang_service_tp_size instead)."]
     assert broken(dict(SEED, sglang_service_extra_args=["--disable-radix-cache", "--watchdog-timeout", "600"])) == []
+
+
+def test_the_removed_cuda_graph_max_bs_is_one_of_the_rules():
+    """Refused with the other rules, in the same task (one task fewer per deployment than its own assert)."""
+    msgs = broken(dict(SEED, sglang_service_cuda_graph_max_bs=16))
+    assert len(msgs) == 1
+    assert msgs[0].startswith("sglang_service_cuda_graph_max_bs is no longer used")
+    assert "sglang_service_cuda_graph_max_bs_decode" in msgs[0]
+    assert broken(SEED) == []
