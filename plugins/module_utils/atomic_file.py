@@ -11,6 +11,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import stat
 import tempfile
 
 
@@ -47,3 +48,22 @@ def write_atomic(path, data, mode=None, replace=os.replace):
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def replace_keeping_attributes(tmp, path):
+    """A ``replace`` for ``write_atomic`` that gives the new file the old one's mode and owner (as a module's
+    ``atomic_move`` does), or for a new file the mode the process's umask gives, instead of the temp file's 0600."""
+    try:
+        old = os.stat(path)
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+    else:
+        os.chmod(tmp, stat.S_IMODE(old.st_mode))
+        if (old.st_uid, old.st_gid) != (os.geteuid(), os.getegid()):
+            try:
+                os.chown(tmp, old.st_uid, old.st_gid)
+            except OSError:
+                pass  # not root: the file becomes the writer's, as with atomic_move
+    os.replace(tmp, path)

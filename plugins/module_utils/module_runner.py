@@ -36,4 +36,6 @@ def run_as_module(argument_spec, run, **module_kwargs):
         result = run(module.params, module.check_mode)
     except ModuleFailed as exc:
         module.fail_json(msg=exc.msg, **exc.result)
+    if not module._diff:
+        result.pop('diff', None)  # a run() may return its diff; it is shown in diff mode only
     module.exit_json(**result)

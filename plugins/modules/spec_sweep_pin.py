@@ -25,8 +25,9 @@ description:
     anchored or tagged value, or twice; several YAML documents; a flow-style top level) fails with the reason.
   - Writes atomically (temp file in the same directory, then rename) and only when a value changes;
     differences in the evidence's C(date) alone do not count, so a sweep with the same outcome
-    leaves the file untouched.
-  - Runs on the controller (delegate it to V(localhost)).
+    leaves the file untouched. The file keeps its mode and owner.
+  - Runs on the controller (delegate it to V(localhost)). There its action plugin runs it inside the task's
+    worker, without starting a module process (about 0.4 s a call less; a sweep checks, then pins, for each host).
 author:
   - llmops.sglang contributors (@llmops)
 requirements:
@@ -106,28 +107,29 @@ changed_keys:
 import os
 import tempfile
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 from ansible_collections.llmops.sglang.plugins.module_utils import sweep_pin
-from ansible_collections.llmops.sglang.plugins.module_utils.atomic_file import write_atomic
+from ansible_collections.llmops.sglang.plugins.module_utils.atomic_file import replace_keeping_attributes, write_atomic
+from ansible_collections.llmops.sglang.plugins.module_utils.module_runner import ModuleFailed, run_as_module
+
+# Shared with the action plugin, which runs run() in-process on the controller (module_runner).
+ARGUMENT_SPEC = dict(
+    inventory_dir=dict(type='path'),
+    host=dict(type='str'),
+    path=dict(type='path'),
+    values=dict(type='dict', required=True),
+    preflight=dict(type='bool', default=False),
+)
+MODULE_KWARGS = dict(
+    required_one_of=[('path', 'inventory_dir')],
+    required_by={'inventory_dir': ('host',)},
+)
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            inventory_dir=dict(type='path'),
-            host=dict(type='str'),
-            path=dict(type='path'),
-            values=dict(type='dict', required=True),
-            preflight=dict(type='bool', default=False),
-        ),
-        required_one_of=[('path', 'inventory_dir')],
-        required_by={'inventory_dir': ('host',)},
-        supports_check_mode=True,
-    )
+def run(p, check_mode):
     if not sweep_pin.HAS_YAML:
-        module.fail_json(msg=missing_required_lib('PyYAML'), exception=to_native(sweep_pin.YAML_IMPORT_ERROR))
-    p = module.params
+        raise ModuleFailed(missing_required_lib('PyYAML'), exception=to_native(sweep_pin.YAML_IMPORT_ERROR))
     path = p['path'] or sweep_pin.host_vars_path(p['inventory_dir'], p['host'])
     old = ''
     if os.path.exists(path):
@@ -136,7 +138,7 @@ def main():
     try:
         new, changed_keys = sweep_pin.update_text(old, p['values'])
     except sweep_pin.PinError as exc:
-        module.fail_json(msg='cannot pin into %s without touching the operator\'s other lines: %s' % (path, to_native(exc)), path=path)
+        raise ModuleFailed('cannot pin into %s without touching the operator\'s other lines: %s' % (path, to_native(exc)), path=path)
     if p['preflight']:
         # The file is replaced through a temp file in its directory (created if missing): try exactly
         # that (permission bits alone say nothing for root, read-only mounts or immutable files).
@@ -151,15 +153,20 @@ def main():
                 with open(path, 'a'):
                     pass
         except (IOError, OSError) as exc:
-            module.fail_json(msg='cannot pin into %s: %s' % (path, to_native(exc)), path=path)
-        module.exit_json(changed=False, path=path, changed_keys=[], msg='%s can be pinned into' % path)
+            raise ModuleFailed('cannot pin into %s: %s' % (path, to_native(exc)), path=path)
+        return dict(changed=False, path=path, changed_keys=[], msg='%s can be pinned into' % path)
     result = dict(changed=bool(changed_keys), path=path, changed_keys=changed_keys)
-    if changed_keys and module._diff:
+    if changed_keys:
+        # Shown in diff mode only (module_runner and the action plugin drop it otherwise).
         result['diff'] = dict(before=old, after=new, before_header=path, after_header=path)
-    if changed_keys and not module.check_mode:
-        # atomic_move keeps the old file's mode and ownership and renames within the directory.
-        write_atomic(path, new, replace=module.atomic_move)
-    module.exit_json(**result)
+    if changed_keys and not check_mode:
+        # The operator's file keeps its mode and owner; a new one gets the mode the umask gives.
+        write_atomic(path, new, replace=replace_keeping_attributes)
+    return result
+
+
+def main():
+    run_as_module(ARGUMENT_SPEC, run, **MODULE_KWARGS)
 
 
 if __name__ == '__main__':

@@ -51,5 +51,7 @@ class InProcessModuleAction(ActionBase):
         except ModuleFailed as exc:
             result.update(exc.result)
             result.update(failed=True, msg=exc.msg)
+        if not self._task.diff:
+            result.pop('diff', None)  # as module_runner: a run()'s diff is shown in diff mode only
         result.setdefault('changed', False)
         return result

@@ -9,6 +9,7 @@ __metaclass__ = type
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import tempfile
@@ -265,3 +266,23 @@ def test_report_without_matplotlib_says_so_and_writes_the_rest(tmp_path, monkeyp
     assert res['chart_path'] is None and res['changed']
     assert res['warnings'] == ['matplotlib is not installed on the controller: the report has no chart']
     assert sorted(os.listdir(dest)) == ['measurements.csv', 'measurements.json', 'report.md']
+
+
+def test_pin_keeps_the_mode_of_the_operators_file_and_gives_a_new_one_the_umasks(tmp_path):
+    """In-process (the action plugin on a local connection) the file is replaced as atomic_move replaced it."""
+    inv = tmp_path / 'inv'
+    (inv / 'host_vars').mkdir(parents=True)
+    hv = inv / 'host_vars' / 'gpu1.yml'
+    hv.write_text('---\nfoo: 1\n')
+    os.chmod(str(hv), 0o640)
+    args = {'inventory_dir': str(inv), 'host': 'gpu1', 'values': {'sglang_service_speculative_num_steps': 4}}
+    res = run('spec_sweep_pin', args, '-vvv')
+    assert res['changed'] and 'EXEC' not in res['_diff_text'], res['_diff_text']
+    assert stat.S_IMODE(os.stat(str(hv)).st_mode) == 0o640
+    assert 'sglang_service_speculative_num_steps: 4' in hv.read_text()
+    new = inv / 'host_vars' / 'gpu2.yml'
+    args['host'] = 'gpu2'
+    umask = os.umask(0)
+    os.umask(umask)
+    assert run('spec_sweep_pin', args)['changed']
+    assert stat.S_IMODE(os.stat(str(new)).st_mode) == 0o666 & ~umask
