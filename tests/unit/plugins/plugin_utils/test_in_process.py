@@ -12,7 +12,7 @@ import types
 import pytest
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.llmops.sglang.plugins.modules import spec_sweep_decide, spec_sweep_store
+from ansible_collections.llmops.sglang.plugins.modules import spec_sweep_decide, spec_sweep_pin, spec_sweep_store
 from ansible_collections.llmops.sglang.plugins.plugin_utils import in_process
 
 
@@ -24,19 +24,19 @@ def test_secret_options_are_found_nested_or_not():
     assert not in_process.has_secret_option(None)
 
 
-@pytest.mark.parametrize('module', [spec_sweep_decide, spec_sweep_store])
+@pytest.mark.parametrize('module', [spec_sweep_decide, spec_sweep_pin, spec_sweep_store])
 def test_the_sweep_controller_modules_have_no_secret_and_run_in_process(module):
     assert not in_process.has_secret_option(module.ARGUMENT_SPEC)
 
 
-def _action(spec, args, transport='local'):
+def _action(spec, args, transport='local', diff=False):
     """An action of the base class as Ansible would set it up, for a module of spec ``spec`` whose
     own run() echoes its parameters; the module process path returns what AnsibleModule would."""
     calls = []
 
     def run(params, check_mode):
         calls.append('in_process')
-        return {'changed': False, 'echo': params}
+        return {'changed': False, 'echo': params, 'diff': {'before': 'a', 'after': 'b'}}
 
     class Action(in_process.InProcessModuleAction):
         MODULE = types.SimpleNamespace(ARGUMENT_SPEC=spec, MODULE_KWARGS={}, run=run)
@@ -47,7 +47,7 @@ def _action(spec, args, transport='local'):
 
     action = Action.__new__(Action)
     action._connection = types.SimpleNamespace(transport=transport)
-    action._task = types.SimpleNamespace(args=args, check_mode=False)
+    action._task = types.SimpleNamespace(args=args, check_mode=False, diff=diff)
     return action, calls
 
 
@@ -62,6 +62,11 @@ def test_a_module_without_secrets_is_called_in_the_worker():
     action, calls = _action({'name': {'type': 'str'}}, {'name': 'x'})
     assert action.run(task_vars={}) == {'changed': False, 'echo': {'name': 'x'}}
     assert calls == ['in_process']
+
+
+def test_a_runs_diff_is_returned_in_diff_mode_only():
+    action, dummy = _action({'name': {'type': 'str'}}, {'name': 'x'}, diff=True)
+    assert action.run(task_vars={})['diff'] == {'before': 'a', 'after': 'b'}
 
 
 def test_a_module_with_a_secret_runs_as_a_module_which_masks_it():
