@@ -127,7 +127,12 @@ def test_the_progress_file_follows_the_levels_as_they_run(server, tmp_path):
     assert problem is None
     running = [(d["level"], d["requests_done"]) for d in docs if d["phase"] == "measure"]
     assert len(running) >= 6 and running == sorted(running)
-    assert {d["level"] for d in docs} == {1, 2} and docs[-1]["levels_done"] == 2
+    # A periodic write before the first level starts (the server's info, the model, the cache flush: more than
+    # 0.05 s on a loaded machine) has no level yet; from level 1 on every write names one.
+    seen = [d["level"] for d in docs]
+    first = seen.index(1)
+    assert all(level is None and d["levels_done"] == 0 for level, d in zip(seen[:first], docs))
+    assert set(seen[first:]) == {1, 2} and docs[-1]["levels_done"] == 2
     assert max(done for level, done in running if level == 1) == 40
     assert all(d["requests_target"] == 40 for d in docs if d["phase"] == "measure")
     assert [lvl["requests_completed"] for lvl in result["levels"]] == [40, 40]
