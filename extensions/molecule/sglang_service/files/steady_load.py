@@ -2,6 +2,10 @@
 a short pause: the server may be restarting), the way production traffic keeps arriving during a
 deployment. Standard library only (it runs with the test host's python3).
 
+Each client asks for a different number of tokens: requests of one length, batched together, end in
+the same decode step, and then every client is between two requests at once. A drain that looks at
+that moment finds nothing in flight and ends by itself (a starved test host made that gap long).
+
     python3 steady_load.py URL SECONDS THREADS
 """
 
@@ -12,11 +16,12 @@ import time
 import urllib.request
 
 
-def client(url, until):
-    body = json.dumps({"text": "steady load", "sampling_params": {"max_new_tokens": 96, "temperature": 0,
-                                                                  "ignore_eos": True}}).encode()
+def client(url, until, max_new_tokens):
+    sampling = {"max_new_tokens": max_new_tokens, "temperature": 0, "ignore_eos": True}
+    body = json.dumps({"text": "steady load", "sampling_params": sampling}).encode()
     while time.monotonic() < until:
-        request = urllib.request.Request(url + "/generate", data=body, headers={"Content-Type": "application/json"})
+        headers = {"Content-Type": "application/json"}
+        request = urllib.request.Request(url + "/generate", data=body, headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=30) as resp:
                 resp.read()
@@ -27,7 +32,8 @@ def client(url, until):
 def main():
     url, seconds, threads = sys.argv[1].rstrip("/"), float(sys.argv[2]), int(sys.argv[3])
     until = time.monotonic() + seconds
-    workers = [threading.Thread(target=client, args=(url, until)) for dummy in range(threads)]
+    workers = [threading.Thread(target=client, args=(url, until, 96 + 37 * number))
+               for number in range(threads)]
     for worker in workers:
         worker.start()
     for worker in workers:
