@@ -74,8 +74,11 @@ for h in hosts:
         with open(path) as fh:
             doc = json.load(fh)['result']
         ready += seconds(doc.get('deployment') or {}, 'time_to_stop_s', 'time_to_ready_s')
-        bench += sum(seconds(lv, 'duration_s') for lv in doc.get('levels') or [])
-        warm += sum(seconds(lv, 'warmup_s') for lv in doc.get('levels') or [])
+        # A level measured again (its client was starved) counts its discarded tries too.
+        levels = doc.get('levels') or []
+        tries = levels + [t for lv in levels for t in lv.get('discarded') or []]
+        bench += sum(seconds(lv, 'duration_s') for lv in tries)
+        warm += sum(seconds(lv, 'warmup_s') for lv in tries)
     # A configuration that crashed at start: stopping the server before, its start to its exit (and an awaited
     # rollback's start to ready).
     for path in glob.glob(os.path.join(res, h, 'measurements', '*', 'failure.json')):

@@ -413,6 +413,42 @@ def _describe(exc):
     return "%s: %s" % (type(exc).__name__, text) if text else type(exc).__name__
 
 
+class LoopLag:
+    """How late the client's event loop woke up while a level measured: the client's own health.
+
+    A client that does not get the CPU when it needs it (other work on the benchmarking host, a CPU
+    quota, a host swapping) reads the streams late and sends the next requests late, so the level
+    measures the client, not the server: fewer requests in flight, and a burst of held-back tokens
+    once it runs again. Load generators check themselves for the same reason (Locust warns when its
+    CPU use passes 90%). A timer every TICK_S; a wake-up later than GRACE_S counts whole, so the
+    ordinary jitter of a loaded host (a scheduler tick or two) counts nothing and a stall counts
+    as long as it lasted.
+    """
+
+    TICK_S = 0.05
+    GRACE_S = 0.02
+
+    def __init__(self):
+        self.late_s = 0.0  # the late wake-ups' lateness, summed
+        self.max_s = 0.0   # the latest one
+
+    async def watch(self):
+        expected = _now() + self.TICK_S
+        while True:
+            await asyncio.sleep(self.TICK_S)
+            now = _now()
+            late = now - expected
+            if late > self.GRACE_S:
+                self.late_s += late
+            self.max_s = max(self.max_s, late)
+            expected = now + self.TICK_S
+
+    def summary(self, duration_s):
+        """late_s, max_s and fraction (late_s over the level's duration) for the result."""
+        return {"late_s": round(self.late_s, 3), "max_s": round(max(0.0, self.max_s), 3),
+                "fraction": round(self.late_s / duration_s, 4) if duration_s > 0 else 0.0}
+
+
 # How much slower than the warm-up's pace a level may run before its overall deadline ends it.
 # Per-request latency grows with the batch, but at most linearly in the concurrency (each
 # request's decode step costs at most as much as the whole batch's); 4x on top covers noise
@@ -463,6 +499,7 @@ class LevelRun:
         # (per-request e2e seconds, at concurrency) measured before this level, or None.
         self.reference = reference
         self.stop_rule = stop_rule
+        self.lag = LoopLag()  # watched over the measured phase
         self.stopped_early = False
         self.start = None
         self.records = []
@@ -630,7 +667,11 @@ class LevelRun:
             if not self.stalled:
                 self._set_deadline()
                 deadline = start + self.duration_s if self.duration_s else None
-                await self._gather([self._worker(deadline) for _worker in range(self.concurrency)])
+                lag = asyncio.ensure_future(self.lag.watch())
+                try:
+                    await self._gather([self._worker(deadline) for _worker in range(self.concurrency)])
+                finally:
+                    lag.cancel()
         finally:
             if watchdog is not None:
                 watchdog.cancel()

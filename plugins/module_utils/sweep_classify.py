@@ -42,6 +42,7 @@ _BENCH_FAULTS = {
     'stalled': 'found the server stalled',
     'implausible': 'measured figures the server cannot produce',
     'busy': 'could not get the server to itself',
+    'starved': 'was starved of CPU on its host',
 }
 # systemd's Result of a unit that ended without a failure of its own: a stop asked of systemd
 # (or a SIGTERM), or such a stop that outlasted TimeoutStopSec. SGLang 0.5.23 drains its requests

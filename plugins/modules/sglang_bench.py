@@ -243,6 +243,23 @@ options:
         requests, times 4, plus O(stall_timeout)); overrunning it is reported as a stalled server too.
     type: float
     default: 30
+  client_lag_limit:
+    description:
+      - The share of a level's measured time the client's event loop may spend waking up late (by more than
+        20 ms at a time) before the level counts as a measurement of a starved client, not of the server.
+        A benchmarking host that does not give the client the CPU when it needs it (other work on it, a CPU
+        quota) reads the streams and sends the next requests late, which lowers the figures.
+      - Such a level is measured again, up to O(client_lag_retries) times; if it is still starved the benchmark
+        ends with RV(fault=starved). Each level reports RV(levels[].client_lag) and the tries it discarded.
+      - V(1) turns the check off.
+    type: float
+    default: 0.05
+  client_lag_retries:
+    description:
+      - How many more times a level whose client was starved (O(client_lag_limit)) is measured before the
+        benchmark gives up with RV(fault=starved).
+    type: int
+    default: 2
   leftover:
     description:
       - What to do when another benchmark of the same server (same host and port) is running on
@@ -416,8 +433,21 @@ levels:
       description: The server's KV pool size in tokens.
       type: int
     invalid:
-      description: Why the level's figures are not a measurement (stalled server, implausible burst); absent when valid.
+      description: Why the level's figures are not a measurement (stalled server, implausible burst, starved client); absent when valid.
       type: str
+    client_lag:
+      description:
+        - How late the client's event loop woke up during the level's measured phase, the client's own health
+          (O(client_lag_limit)). C(late_s) the late wake-ups' lateness summed, C(max_s) the latest one,
+          C(fraction) late_s over the level's duration.
+      type: dict
+      sample: {"late_s": 0.0, "max_s": 0.004, "fraction": 0.0}
+    discarded:
+      description:
+        - The tries of this level that were measured again because the client was starved, oldest first, each
+          with C(why), C(duration_s), C(warmup_s), C(requests) and C(client_lag). Empty when the first try counted.
+      type: list
+      elements: dict
     precision:
       description:
         - How precisely the level measured its two ranked figures, C(per_request) (median per-request tok/s)
@@ -470,7 +500,8 @@ fault:
       lost their connection or timed out; V(server_error) the server answered with errors;
       V(stalled) no token for O(stall_timeout) or a level overran its overall deadline;
       V(implausible) figures the server cannot produce (a burst after a stall; the level carries
-      C(invalid)); V(busy) another benchmark of the server did not end within O(lock_timeout).
+      C(invalid)); V(starved) the client did not get the CPU it needed on its host, after
+      O(client_lag_retries) more tries (the level carries C(invalid)); V(busy) another benchmark of the server did not end within O(lock_timeout).
     - Null when every request completed.
   returned: always
   type: str
@@ -598,6 +629,11 @@ def validate(module):
             module.fail_json(msg="%s must be > 0 seconds; got %s" % (name, p[name]))
     if p["temperature"] < 0:
         module.fail_json(msg="temperature must be >= 0; got %s" % p["temperature"])
+    if not 0 < p["client_lag_limit"] <= 1:
+        module.fail_json(msg="client_lag_limit must be a fraction in (0, 1] (0.05 = 5%% of a level; 1 turns the check off); got %s"
+                         % p["client_lag_limit"])
+    if p["client_lag_retries"] < 0:
+        module.fail_json(msg="client_lag_retries must be an integer >= 0; got %d" % p["client_lag_retries"])
     try:
         parse_base_url(p["url"])
     except BenchError as exc:
@@ -715,7 +751,8 @@ IMPLAUSIBLE_FACTOR = 2.0
 #   server_error the server answered requests with an error (HTTP error, error in the stream)
 #   stalled      no token for stall_timeout, or the level overran its overall deadline
 #   implausible  figures beyond what the server can do (a burst after a stall)
-FAULTS = ("unreachable", "connection", "server_error", "stalled", "implausible")
+#   starved      the client did not get the CPU it needed, after client_lag_retries more tries
+FAULTS = ("unreachable", "connection", "server_error", "stalled", "implausible", "starved")
 
 
 def _decode_rate(rec):
@@ -771,6 +808,32 @@ class StalledServer(BenchError):
     """The server accepted connections but stopped answering."""
 
 
+async def _flush_cache(endpoint, params, stall, log):
+    """POST /flush_cache before a level (flush_cache); a stall message when the server did not answer."""
+    if not params.get("flush_cache", True):
+        return None
+    try:
+        status, text = await _bounded(post_json(endpoint, "/flush_cache", None), stall, "POST /flush_cache")
+        if status != 200 and log:
+            log("flush_cache answered HTTP %d: %s" % (status, text[:100]))
+    except StalledServer as exc:
+        return str(exc)
+    except Exception as exc:  # pylint: disable=broad-except
+        if log:
+            log("flush_cache failed: %s" % exc)
+    return None
+
+
+def client_starved(lag, params):
+    """Why the level measured the client rather than the server (LoopLag.summary over client_lag_limit), or None."""
+    limit = params.get("client_lag_limit", 1.0)
+    if limit >= 1.0 or lag["fraction"] <= limit:
+        return None
+    return ("the benchmark client was starved of CPU on its host: its event loop woke late for %.1f s in all, %.0f%% of "
+            "the level (client_lag_limit %g; the latest wake-up %.2f s late), so requests were read and sent late and "
+            "the figures are the client's, not the server's" % (lag["late_s"], 100 * lag["fraction"], limit, lag["max_s"]))
+
+
 async def run_benchmark(params, levels, prompts, log=None, report=None):
     """The module's work, callable without Ansible (tests, benchmarks).
 
@@ -813,31 +876,40 @@ async def _run_benchmark(params, levels, prompts, log, report):
     reference = None      # (median e2e s, concurrency) of the last valid level, for the overall deadline
     fastest = None        # fastest median decode tok/s seen before the current level
     for index, concurrency in enumerate(levels, 1):
-        if params.get("flush_cache", True):
-            try:
-                status, text = await _bounded(post_json(endpoint, "/flush_cache", None), stall, "POST /flush_cache")
-                if status != 200 and log:
-                    log("flush_cache answered HTTP %d: %s" % (status, text[:100]))
-            except StalledServer as exc:
-                problems.append(str(exc))
-                fault = "stalled"
+        # A level the client was starved in is measured again (client_lag_retries), from its cache flush on.
+        discarded = []
+        while True:
+            stalled = await _flush_cache(endpoint, params, stall, log)
+            if stalled:
                 break
-            except Exception as exc:  # pylint: disable=broad-except
+            n_requests, rule, stop = level_plan(concurrency, params, max_running)
+            warmup = params["warmup_requests"] if index == 1 or params.get("warmup_levels", "all") == "all" else 0
+            run = LevelRun(endpoint, path, parser, make_body, concurrency, n_requests, warmup, params.get("duration_s"),
+                           stall_timeout=stall, reference=reference, stop_rule=rule)
+            if report is not None:
+                report.level(index, concurrency, run)
+            duration = await run.run()
+            if report is not None:
+                report.level_done(index)
+            lag = run.lag.summary(duration)
+            starved = None if run.stalled else client_starved(lag, params)
+            if starved and len(discarded) < params.get("client_lag_retries", 0):
+                discarded.append({"why": starved, "duration_s": round(duration, 3), "warmup_s": round(run.warmup_s, 3),
+                                  "requests": len(run.records), "client_lag": lag})
                 if log:
-                    log("flush_cache failed: %s" % exc)
-        n_requests, rule, stop = level_plan(concurrency, params, max_running)
-        warmup = params["warmup_requests"] if index == 1 or params.get("warmup_levels", "all") == "all" else 0
-        run = LevelRun(endpoint, path, parser, make_body, concurrency, n_requests, warmup, params.get("duration_s"),
-                       stall_timeout=stall, reference=reference, stop_rule=rule)
-        if report is not None:
-            report.level(index, concurrency, run)
-        duration = await run.run()
-        if report is not None:
-            report.level_done(index)
+                    log("concurrency %d is measured again: %s" % (concurrency, starved))
+                continue
+            break
+        if stalled:
+            problems.append(stalled)
+            fault = "stalled"
+            break
         level = summarize_level(concurrency, run.records, duration)
         level["max_running_requests"] = max_running
         level["max_total_num_tokens"] = max_total
         level["warmup_s"] = round(run.warmup_s, 3)
+        level["client_lag"] = lag
+        level["discarded"] = discarded
         running = max(1, min(concurrency, max_running) if max_running else concurrency)
         level["precision"] = (level_precision(run.records, run.start, run.start + duration, running)
                               if run.start is not None else None)
@@ -852,6 +924,12 @@ async def _run_benchmark(params, levels, prompts, log, report):
             results.append(level)
             problems.append("concurrency %d: %s" % (concurrency, run.stalled))
             fault = "stalled"
+            break
+        if starved:
+            level["invalid"] = starved
+            results.append(level)
+            problems.append("concurrency %d: %s (measured %d times)" % (concurrency, starved, len(discarded) + 1))
+            fault = "starved"
             break
         warm_pace = _fastest_pace(run.warmup_records)
         if warm_pace is not None:
@@ -976,6 +1054,8 @@ def main():
             flush_cache=dict(type="bool", default=True),
             fail_on_error=dict(type="bool", default=True),
             stall_timeout=dict(type="float", default=30.0),
+            client_lag_limit=dict(type="float", default=0.05),
+            client_lag_retries=dict(type="int", default=2),
             leftover=dict(type="str", default="wait", choices=["wait", "stop"]),
             lock_timeout=dict(type="float", default=900.0),
             progress_file=dict(type="path"),
@@ -1028,7 +1108,7 @@ def main():
     result["leftover_pid"] = other
     result["started_at"], result["finished_at"] = started_at, utc_timestamp()
     if problem:
-        msg = "some requests failed: %s" % problem if result["fault"] not in ("stalled", "implausible") else problem
+        msg = "some requests failed: %s" % problem if result["fault"] not in ("stalled", "implausible", "starved") else problem
         if module.params["fail_on_error"]:
             fail(msg=msg, **result)
         module.warn(msg)

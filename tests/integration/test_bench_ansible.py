@@ -65,6 +65,9 @@ BAD_VALUES = [
     ({"url": "http://127.0.0.1:99999"}, "url"),
     ({"api": "grpc"}, "api"),
     ({"workload": "file"}, "prompts"),
+    ({"client_lag_limit": 0}, "client_lag_limit"),
+    ({"client_lag_limit": 1.5}, "client_lag_limit"),
+    ({"client_lag_retries": -1}, "client_lag_retries"),
 ]
 
 
@@ -127,11 +130,21 @@ def test_role_writes_result_and_prints_table(env, tmp_path, server):
         assert "%.2f" % lvl["accept_length"] in proc.stdout
 
 
-def test_role_rejects_bad_values_before_any_load(env, tmp_path):
-    proc = run_role(env, tmp_path, {"spec_bench_url": "http://127.0.0.1:%d" % free_port(),
-                                    "spec_bench_concurrency_levels": [1, 0], "spec_bench_results_dir": str(tmp_path / "results")})
+ROLE_BAD_VALUES = [
+    ({"spec_bench_concurrency_levels": [1, 0]}, "spec_bench_concurrency_levels must be a non-empty list of integers >= 1 (got [1, 0])"),
+    ({"spec_bench_client_lag_limit": 0}, "spec_bench_client_lag_limit must be a fraction in (0, 1], 1 turns the check off (got 0)"),
+    ({"spec_bench_client_lag_retries": -1, "spec_bench_target_precision": 2},
+     "spec_bench_target_precision must be in (0, 1) (got 2). spec_bench_client_lag_retries must be an integer >= 0 (got -1)."),
+]
+
+
+@pytest.mark.parametrize("bad,message", ROLE_BAD_VALUES, ids=[json.dumps(b) for b, _m in ROLE_BAD_VALUES])
+def test_role_rejects_bad_values_before_any_load(env, tmp_path, bad, message):
+    proc = run_role(env, tmp_path, dict({"spec_bench_url": "http://127.0.0.1:%d" % free_port(),
+                                         "spec_bench_results_dir": str(tmp_path / "results")}, **bad))
     assert proc.returncode != 0
-    assert "spec_bench_concurrency_levels" in proc.stdout
+    out = " ".join((proc.stdout + proc.stderr).split())  # the error box wraps long lines
+    assert "Invalid spec_bench settings: " + message in out, out
     assert "Drive the load" not in proc.stdout
     assert not (tmp_path / "results").exists()
 

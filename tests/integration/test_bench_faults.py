@@ -26,7 +26,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.bench_client import 
 from ansible_collections.llmops.sglang.plugins.module_utils.bench_workloads import body_factory
 
 from harness import Sim  # noqa: E402
-from test_bench_sim import bench_client_overhead, params, run  # noqa: E402  (the sibling test's helpers and scripted server)
+from test_bench_sim import bench_client_overhead, params, run, sglang_bench  # noqa: E402  (the sibling test's helpers and scripted server)
 
 STALL_S = 3.0
 
@@ -94,6 +94,53 @@ def test_burst_after_a_short_stop_is_not_a_measurement(sim):
     assert result["fault"] in ("implausible", "stalled"), (result["fault"], problem)
     assert bad, "the level with the burst must be marked invalid"
     print("burst level:", bad[0]["concurrency"], bad[0]["invalid"])
+
+
+def _run_with_a_starved_client(p, levels, at_s, for_s):
+    """run(), with the client's event loop kept off the CPU for ``for_s`` seconds, ``at_s`` seconds in: what
+    a client starved of CPU on its host goes through (the server, another process, goes on)."""
+    loop = asyncio.new_event_loop()
+    loop.call_later(at_s, time.sleep, for_s)
+    try:
+        return loop.run_until_complete(sglang_bench.run_benchmark(p, levels, None))
+    finally:
+        loop.close()
+
+
+def _starvable(url, **overrides):
+    # 8 requests of 128 tokens at concurrency 2: a level of a few seconds, measured from the start (no warm-up).
+    settings = dict(requests_per_level=8, output_len=128, warmup_requests=0, stall_timeout=10.0, client_lag_limit=0.05)
+    settings.update(overrides)
+    return params(url, **settings)
+
+
+def test_a_level_whose_client_was_starved_is_measured_again(sim):
+    result, problem = _run_with_a_starved_client(_starvable(sim.url, client_lag_retries=1), [2], at_s=1.0, for_s=1.5)
+    assert problem is None and result["fault"] is None, problem
+    level = result["levels"][0]
+    assert "invalid" not in level
+    [discarded] = level["discarded"]
+    assert discarded["client_lag"]["late_s"] >= 1.4 and discarded["client_lag"]["fraction"] > 0.05, discarded
+    assert "starved of CPU" in discarded["why"] and discarded["requests"] >= 1
+    # The try that counts ran with its client on the CPU.
+    assert level["client_lag"]["fraction"] <= 0.05, level["client_lag"]
+    assert level["requests_completed"] == 8
+
+
+def test_a_client_starved_in_every_try_is_a_fault_not_a_figure(sim):
+    result, problem = _run_with_a_starved_client(_starvable(sim.url, client_lag_retries=0), [2, 4], at_s=1.0, for_s=1.5)
+    assert result["fault"] == "starved", (result["fault"], problem)
+    [level] = result["levels"]  # the benchmark ends at the starved level
+    assert "starved of CPU" in level["invalid"] and level["discarded"] == []
+    assert "starved of CPU" in problem and "measured 1 times" in problem
+
+
+def test_client_lag_limit_1_turns_the_check_off(sim):
+    result, problem = _run_with_a_starved_client(_starvable(sim.url, client_lag_limit=1.0, client_lag_retries=2), [2],
+                                                 at_s=1.0, for_s=1.5)
+    level = result["levels"][0]
+    assert level["client_lag"]["late_s"] >= 1.4, level["client_lag"]  # measured and reported, not acted on
+    assert level["discarded"] == [] and result["fault"] != "starved", (result["fault"], problem)
 
 
 def test_overall_deadline_from_the_expected_work():

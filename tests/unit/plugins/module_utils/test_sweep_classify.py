@@ -99,6 +99,7 @@ def test_a_host_shutting_down_is_infrastructure():
     ('stalled', 'found the server stalled'),
     ('implausible', 'measured figures the server cannot produce'),
     ('busy', 'could not get the server to itself'),
+    ('starved', 'was starved of CPU on its host'),
     (None, 'failed'),
 ])
 def test_what_the_benchmark_found_of_its_own_accord_is_infrastructure(fault, words):

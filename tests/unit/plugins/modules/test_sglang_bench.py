@@ -9,6 +9,7 @@ __metaclass__ = type
 
 import asyncio
 import json
+import time
 
 import pytest
 
@@ -224,6 +225,37 @@ def test_a_burst_beyond_the_pace_measured_before_is_not_a_measurement():
     burst = normal + [_rec(39164.0), _rec(20000.0)]
     why = mod.implausible(burst, 234.0)
     assert why and 'not a measurement' in why
+
+
+def test_the_loop_lag_counts_late_wake_ups_whole_and_ordinary_jitter_not_at_all():
+    lag = bc.LoopLag()
+
+    async def watch_through(blocks):
+        watcher = asyncio.ensure_future(lag.watch())
+        for seconds in blocks:
+            await asyncio.sleep(0.12)
+            time.sleep(seconds)  # the loop kept off the CPU, as a starved process is
+        await asyncio.sleep(0.12)
+        watcher.cancel()
+
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(watch_through([0.005, 0.3]))
+    finally:
+        loop.close()
+    # 0.3 s late once (less the tick's remainder); the 5 ms block is under the 20 ms grace.
+    assert 0.2 < lag.late_s < 0.4 and 0.2 < lag.max_s < 0.4, (lag.late_s, lag.max_s)
+    summary = lag.summary(2.0)
+    assert summary["fraction"] == round(lag.late_s / 2.0, 4) and summary["late_s"] == round(lag.late_s, 3)
+
+
+def test_a_starved_client_is_told_by_the_share_of_the_level_it_lost():
+    lag = {"late_s": 1.5, "max_s": 1.5, "fraction": 0.3}
+    why = mod.client_starved(lag, {"client_lag_limit": 0.05})
+    assert why.startswith("the benchmark client was starved of CPU on its host: its event loop woke late for 1.5 s in all, 30%")
+    assert mod.client_starved(dict(lag, fraction=0.05), {"client_lag_limit": 0.05}) is None, "at the limit is within it"
+    assert mod.client_starved(lag, {"client_lag_limit": 1.0}) is None, "1 turns the check off"
+    assert mod.client_starved(lag, {}) is None, "callers without the setting (tests, benchmarks) have it off"
 
 
 def test_failed_requests_are_told_apart():
