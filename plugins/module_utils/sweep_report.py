@@ -17,7 +17,8 @@ import json
 
 CSV_FIELDS = ('host', 'steps', 'repeat', 'status', 'concurrency', 'requests_completed', 'requests_failed',
               'per_request_tok_s_median', 'aggregate_output_tok_s', 'accept_length', 'max_running_requests',
-              'max_total_num_tokens', 'ttft_p99_s', 'tpot_p50_s', 'duration_s', 'diagnosis', 'recorded_at')
+              'max_total_num_tokens', 'ttft_p99_s', 'tpot_p50_s', 'duration_s', 'client_lag_fraction', 'discarded_tries',
+              'diagnosis', 'recorded_at')
 
 
 def _fmt(value, digits=1):
@@ -103,6 +104,26 @@ def _schedule_section(evaluation):
     return out + ['']
 
 
+def _measured_again_section(configs):
+    """The levels measured again because the benchmark client was starved of CPU (sglang_bench client_lag_limit)."""
+    lines = []
+    for cfg in configs:
+        for idx, rep in enumerate(cfg.get('repeats') or [], 1):
+            for lv in rep.get('levels') or []:
+                tries = lv.get('discarded') or []
+                if tries:
+                    lines.append('- %s%s, concurrency %s: %d %s discarded (the client woke late for %s of the level); the '
+                                 'try that counts: %s' % (
+                                     _label(cfg['steps']), ' repeat %d' % idx if len(cfg.get('repeats') or []) > 1 else '',
+                                     lv.get('concurrency'), len(tries), 'try' if len(tries) == 1 else 'tries',
+                                     ', '.join('%.0f%%' % (100 * ((t.get('client_lag') or {}).get('fraction') or 0)) for t in tries),
+                                     '%.0f%%' % (100 * ((lv.get('client_lag') or {}).get('fraction') or 0))))
+    if not lines:
+        return []
+    return ['', '## Measured again', '',
+            'Levels whose benchmark client was starved of CPU on its host were measured again; only the last try counts.', ''] + lines
+
+
 def markdown(host, evaluation, meta):
     decision = evaluation['decision']
     winner = decision['winner']
@@ -118,6 +139,7 @@ def markdown(host, evaluation, meta):
     out += ['## Verdicts', '']
     for v in decision['verdicts']:
         out.append('- %s (%s): %s' % (_label(v['steps']), v['status'], v['verdict']))
+    out += _measured_again_section(evaluation['configs'])
     if meta.get('chart'):
         out += ['', '![tok/s against concurrency](%s)' % meta['chart']]
     return '\n'.join(out) + '\n'
@@ -142,6 +164,9 @@ def measurement_rows(host, configs):
                     'max_running_requests': lv.get('max_running_requests'), 'max_total_num_tokens': lv.get('max_total_num_tokens'),
                     'ttft_p99_s': (lv.get('ttft_s') or {}).get('p99'), 'tpot_p50_s': (lv.get('tpot_s') or {}).get('p50'),
                     'duration_s': lv.get('duration_s'), 'recorded_at': cfg.get('recorded_at'),
+                    # The benchmark client's own health (sglang_bench): the level's lateness, the tries it measured again.
+                    'client_lag_fraction': (lv.get('client_lag') or {}).get('fraction'),
+                    'discarded_tries': len(lv.get('discarded') or []),
                 })
     return rows
 

@@ -15,8 +15,9 @@ version_added: 0.1.0
 description:
   - From the output of M(llmops.sglang.spec_sweep_decide), writes into O(dest)
     C(report.md) (step count x concurrency table with per-request and aggregate tok/s, accept length,
-    max_running_requests and status, the objective and why the winner won), C(measurements.csv) and
-    C(measurements.json) (every repeat of every level) and C(chart.png) (tok/s against concurrency,
+    max_running_requests and status, the objective and why the winner won, and the levels measured again
+    because the benchmark client was starved of CPU), C(measurements.csv) and
+    C(measurements.json) (every repeat of every level, with the client's lateness and discarded tries) and C(chart.png) (tok/s against concurrency,
     one line per step count, the winner marked).
   - Runs on the controller (delegate it to V(localhost)); the chart needs matplotlib there.
 author:

@@ -126,6 +126,28 @@ def test_report_table_csv_json_and_chart(tmp_path):
         assert fh.read(8) == b'\x89PNG\r\n\x1a\n'
 
 
+def test_the_report_names_the_levels_measured_again_for_a_starved_client():
+    starved = dict(_level(32, 61.0, 1985.0), client_lag={'late_s': 0.01, 'max_s': 0.01, 'fraction': 0.004},
+                   discarded=[{'why': 'starved', 'duration_s': 2.1, 'warmup_s': 0.0, 'requests': 8,
+                               'client_lag': {'late_s': 0.3, 'max_s': 0.2, 'fraction': 0.143}},
+                              {'why': 'starved', 'duration_s': 2.0, 'warmup_s': 0.0, 'requests': 8,
+                               'client_lag': {'late_s': 0.1, 'max_s': 0.1, 'fraction': 0.057}}])
+    configs = [
+        {'steps': 3, 'status': 'ok', 'repeats': [{'levels': [_level(1, 234.0, 234.0), starved]}]},
+        {'steps': 4, 'status': 'ok', 'repeats': [{'levels': [_level(1, 277.0, 277.0), _level(32, 50.0, 1600.0)]}]},
+    ]
+    evaluation = sweep_decide.evaluate(configs, 'agentic', 1, [1, 32], {'schedule': False})
+    md = sweep_report.markdown('gpu1', evaluation, {})
+    assert ('- steps 3, concurrency 32: 2 tries discarded (the client woke late for 14%, 6% of the level); '
+            'the try that counts: 0%') in md.split('## Measured again')[1], md
+    parsed = list(csv.DictReader(io.StringIO(sweep_report.to_csv(sweep_report.measurement_rows('gpu1', evaluation['configs'])))))
+    assert [(r['steps'], r['concurrency'], r['discarded_tries'], r['client_lag_fraction']) for r in parsed] == [
+        ('3', '1', '0', ''), ('3', '32', '2', '0.004'), ('4', '1', '0', ''), ('4', '32', '0', '')]
+    # Without any, no such section.
+    assert '## Measured again' not in sweep_report.markdown('gpu1', sweep_decide.evaluate(
+        configs[1:], 'agentic', 1, [1, 32], {'schedule': False}), {})
+
+
 # A host_vars file as operators keep them: every feature a YAML dumper would rewrite.
 HAND_KEPT = """\
 # Managed by the inference team -- header above the document start
