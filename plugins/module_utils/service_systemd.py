@@ -20,7 +20,7 @@ import time
 SHOW_PROPERTIES = (
     'ActiveState', 'SubState', 'Result', 'NRestarts', 'MainPID', 'ExecMainStatus',
     'ExecMainStartTimestampMonotonic', 'ExecMainExitTimestampMonotonic', 'InvocationID', 'ControlGroup',
-    'LoadState',
+    'LoadState', 'NeedDaemonReload',
 )
 _INT_PROPERTIES = ('NRestarts', 'MainPID', 'ExecMainStatus', 'ExecMainStartTimestampMonotonic',
                    'ExecMainExitTimestampMonotonic')

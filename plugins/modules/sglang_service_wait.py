@@ -75,7 +75,10 @@ options:
     type: bool
     default: false
   daemon_reload:
-    description: Run C(systemctl daemon-reload) first (a changed unit file). Not in check mode.
+    description:
+      - Run C(systemctl daemon-reload) first (a changed unit file). Not in check mode.
+      - Without it the module still reloads when systemd says the unit file changed on disk since it was
+        loaded (C(NeedDaemonReload), for example a run interrupted between writing the unit and starting it).
     type: bool
     default: false
   stop:
@@ -523,11 +526,18 @@ def main():
         if error:
             module.fail_json(msg=error, **result)
         cursor = stopped['journal_cursor'] or cursor
-    if p['daemon_reload'] and not module.check_mode:
+
+    def daemon_reload():
         rc, dummy, err = module.run_command([systemctl, 'daemon-reload'])
         if rc != 0:
             module.fail_json(msg='systemctl daemon-reload failed: %s' % err.strip(), **result)
+
+    if p['daemon_reload'] and not module.check_mode:
+        daemon_reload()
     first = systemctl_show(module, unit)
+    if first.get('NeedDaemonReload') == 'yes' and not p['daemon_reload'] and not module.check_mode:
+        daemon_reload()
+        first = systemctl_show(module, unit)
     if first.get('LoadState') == 'not-found':
         module.fail_json(msg='%s is not installed' % unit, **result)
     if (p['start'] or p['stop']) and first.get('ActiveState') not in ('active', 'activating', 'reloading'):
