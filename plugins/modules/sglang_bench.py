@@ -824,6 +824,17 @@ async def _flush_cache(endpoint, params, stall, log):
     return None
 
 
+def starved_try(run, lag, params):
+    """Why this try of a level measured a starved client and is to be measured again (client_starved), or None.
+
+    A try that stalled, was aborted or had failed requests is reported as what it is: measuring it again
+    could hide the server's own errors behind a clean try.
+    """
+    if run.stalled or run.aborted or any(not rec.ok for rec in run.records):
+        return None
+    return client_starved(lag, params)
+
+
 def client_starved(lag, params):
     """Why the level measured the client rather than the server (LoopLag.summary over client_lag_limit), or None."""
     limit = params.get("client_lag_limit", 1.0)
@@ -879,8 +890,8 @@ async def _run_benchmark(params, levels, prompts, log, report):
         # A level the client was starved in is measured again (client_lag_retries), from its cache flush on.
         discarded = []
         while True:
-            stalled = await _flush_cache(endpoint, params, stall, log)
-            if stalled:
+            flush_stalled = await _flush_cache(endpoint, params, stall, log)
+            if flush_stalled:
                 break
             n_requests, rule, stop = level_plan(concurrency, params, max_running)
             warmup = params["warmup_requests"] if index == 1 or params.get("warmup_levels", "all") == "all" else 0
@@ -892,7 +903,7 @@ async def _run_benchmark(params, levels, prompts, log, report):
             if report is not None:
                 report.level_done(index)
             lag = run.lag.summary(duration)
-            starved = None if run.stalled else client_starved(lag, params)
+            starved = starved_try(run, lag, params)
             if starved and len(discarded) < params.get("client_lag_retries", 0):
                 discarded.append({"why": starved, "duration_s": round(duration, 3), "warmup_s": round(run.warmup_s, 3),
                                   "requests": len(run.records), "client_lag": lag})
@@ -900,8 +911,8 @@ async def _run_benchmark(params, levels, prompts, log, report):
                     log("concurrency %d is measured again: %s" % (concurrency, starved))
                 continue
             break
-        if stalled:
-            problems.append(stalled)
+        if flush_stalled:
+            problems.append(flush_stalled)
             fault = "stalled"
             break
         level = summarize_level(concurrency, run.records, duration)

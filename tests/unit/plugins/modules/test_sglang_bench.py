@@ -258,6 +258,23 @@ def test_a_starved_client_is_told_by_the_share_of_the_level_it_lost():
     assert mod.client_starved(lag, {}) is None, "callers without the setting (tests, benchmarks) have it off"
 
 
+def test_only_a_clean_try_is_measured_again_for_a_starved_client():
+    starved = {"late_s": 1.5, "max_s": 1.5, "fraction": 0.3}
+    params = {"client_lag_limit": 0.05}
+
+    class Try:  # what starved_try reads of a LevelRun
+        def __init__(self, records, stalled=None, aborted=None):
+            self.records, self.stalled, self.aborted = records, stalled, aborted
+
+    clean = [_rec(230.0) for _i in range(8)]
+    assert mod.starved_try(Try(clean), starved, params).startswith("the benchmark client was starved of CPU")
+    assert mod.starved_try(Try(clean), dict(starved, fraction=0.01), params) is None
+    # Its server's own errors, a stall or an abort are what the level reports, not hidden behind another try.
+    assert mod.starved_try(Try(clean + [_rec(1, ok=False, error="HTTP 500: CUDA error")]), starved, params) is None
+    assert mod.starved_try(Try(clean, stalled="server stalled"), starved, params) is None
+    assert mod.starved_try(Try(clean, aborted="cannot connect"), starved, params) is None
+
+
 def test_failed_requests_are_told_apart():
     assert mod.classify_errors([_rec(1, ok=False, error='HTTP 500: CUDA error')]) == 'server_error'
     assert mod.classify_errors([_rec(1, ok=False, error='ValueError: server error in stream: boom')]) == 'server_error'
