@@ -526,17 +526,14 @@ def main():
         if error:
             module.fail_json(msg=error, **result)
         cursor = stopped['journal_cursor'] or cursor
-
-    def daemon_reload():
+    # A changed unit file (daemon_reload), or one that systemd says changed on disk since it loaded it.
+    first = None if p['daemon_reload'] else systemctl_show(module, unit)
+    if not module.check_mode and (first is None or first.get('NeedDaemonReload') == 'yes'):
         rc, dummy, err = module.run_command([systemctl, 'daemon-reload'])
         if rc != 0:
             module.fail_json(msg='systemctl daemon-reload failed: %s' % err.strip(), **result)
-
-    if p['daemon_reload'] and not module.check_mode:
-        daemon_reload()
-    first = systemctl_show(module, unit)
-    if first.get('NeedDaemonReload') == 'yes' and not p['daemon_reload'] and not module.check_mode:
-        daemon_reload()
+        first = None
+    if first is None:
         first = systemctl_show(module, unit)
     if first.get('LoadState') == 'not-found':
         module.fail_json(msg='%s is not installed' % unit, **result)
