@@ -104,20 +104,26 @@ def _schedule_section(evaluation):
     return out + ['']
 
 
+def _lateness(measured):
+    """A level's or a discarded try's client lateness (sglang_bench client_lag), as a percentage."""
+    return '%.0f%%' % (100 * ((measured.get('client_lag') or {}).get('fraction') or 0))
+
+
 def _measured_again_section(configs):
     """The levels measured again because the benchmark client was starved of CPU (sglang_bench client_lag_limit)."""
     lines = []
     for cfg in configs:
-        for idx, rep in enumerate(cfg.get('repeats') or [], 1):
+        repeats = cfg.get('repeats') or []
+        for idx, rep in enumerate(repeats, 1):
             for lv in rep.get('levels') or []:
                 tries = lv.get('discarded') or []
-                if tries:
-                    lines.append('- %s%s, concurrency %s: %d %s discarded (the client woke late for %s of the level); the '
-                                 'try that counts: %s' % (
-                                     _label(cfg['steps']), ' repeat %d' % idx if len(cfg.get('repeats') or []) > 1 else '',
-                                     lv.get('concurrency'), len(tries), 'try' if len(tries) == 1 else 'tries',
-                                     ', '.join('%.0f%%' % (100 * ((t.get('client_lag') or {}).get('fraction') or 0)) for t in tries),
-                                     '%.0f%%' % (100 * ((lv.get('client_lag') or {}).get('fraction') or 0))))
+                if not tries:
+                    continue
+                where = '%s%s, concurrency %s' % (_label(cfg['steps']), ' repeat %d' % idx if len(repeats) > 1 else '',
+                                                  lv.get('concurrency'))
+                lines.append('- %s: %d %s discarded (the client woke late for %s of the level); the try that counts: %s'
+                             % (where, len(tries), 'try' if len(tries) == 1 else 'tries',
+                                ', '.join(_lateness(t) for t in tries), _lateness(lv)))
     if not lines:
         return []
     return ['', '## Measured again', '',
