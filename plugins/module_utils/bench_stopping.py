@@ -188,9 +188,16 @@ class StopRule:
     when the difference clears ``z`` (at least this level's own interval quantile) times the
     standard error of the difference, sqrt(se**2 + bounds_se**2). Without ``bounds_se`` the bounds
     are taken as exact and this level's own interval decides.
+
+    The bounds are looked at after every round, and a figure that crosses one at some look is a
+    figure that happened to be high (or low) then: stopping there decides more comparisons by
+    chance than one look would. With ``cap`` (the most requests the level may take) the quantile
+    grows at early looks as an O'Brien-Fleming boundary does, by sqrt(cap / requests so far): at
+    the cap it is the decision's own, at a third of it 1.73 times that. A clear lead still stops at
+    the minimum; a close call measures on (benchmarks/decision_false_wins.py has the figures).
     """
 
-    def __init__(self, metric, target, min_requests, running, bounds=(), bounds_se=None, z=None):
+    def __init__(self, metric, target, min_requests, running, bounds=(), bounds_se=None, z=None, cap=None):
         if metric not in METRICS:
             raise ValueError("stop metric must be one of %s, got %r" % (", ".join(METRICS), metric))
         self.metric = metric
@@ -201,6 +208,7 @@ class StopRule:
         self.bounds = [float(b) for b in bounds or () if b is not None]
         self.bounds_se = float(bounds_se or 0.0)
         self.z = float(z or 0.0)
+        self.cap = int(cap) if cap else None
         self.reached = None     # the precision that ended the level, when it did
 
     def precision(self, records, start, now, in_flight=()):
@@ -222,6 +230,8 @@ class StopRule:
         # The comparison is already decided: the figure clears every bound by more than the noise of
         # the difference (this level's and the bound's own), at the caller's z or this interval's quantile.
         quantile = max(self.z, prec["half_width"] / prec["se"] if prec["se"] else 0.0)
+        if self.cap and n < self.cap:
+            quantile *= math.sqrt(self.cap / float(n))
         noise = quantile * math.sqrt(prec["se"] ** 2 + self.bounds_se ** 2)
         if self.bounds and all(abs(prec["estimate"] - b) > noise for b in self.bounds):
             self.reached = dict(prec, why="bounds", bounds_noise=noise)

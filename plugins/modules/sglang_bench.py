@@ -140,6 +140,9 @@ options:
         figure lies on one side of every bound by more than the noise of the comparison (more requests would
         not change it), measured by its own 95% interval, or with O(stop_bounds_se) by the standard error of the difference,
         times O(stop_bounds_z) where that is larger.
+      - The bounds are looked at after every round. So that a figure that happens to be high (or low) at one look does
+        not decide a close comparison, an early look needs that noise cleared sqrt(cap / requests so far) times over
+        (an O'Brien-Fleming boundary, the cap being O(max_requests)), so 1.73 times at a third of the cap and once at the cap.
     type: list
     elements: float
   stop_bounds_se:
@@ -693,7 +696,8 @@ def level_plan(concurrency, params, max_running=None):
     cap = params.get("max_requests") or ADAPTIVE_CAP_FACTOR * requests_for(concurrency, None, max_running)
     cap = max(whole_rounds(cap, running), minimum)
     metric, target = params.get("stop_metric") or "per_request", params.get("target_precision") or 0.01
-    rule = StopRule(metric, target, minimum, running, params.get("stop_bounds"), params.get("stop_bounds_se"), params.get("stop_bounds_z"))
+    rule = StopRule(metric, target, minimum, running, params.get("stop_bounds"), params.get("stop_bounds_se"), params.get("stop_bounds_z"),
+                    cap=cap)
     return cap, rule, {
         "mode": "adaptive", "metric": metric, "target": target, "bounds": params.get("stop_bounds") or [],
         "bounds_se": params.get("stop_bounds_se"), "bounds_z": params.get("stop_bounds_z"),

@@ -197,6 +197,30 @@ def test_a_bound_with_its_own_error_needs_the_noise_of_the_difference_cleared():
         recs, 0.0, recs[-1].t_end)
 
 
+def test_early_looks_need_a_clearer_lead_with_a_cap():
+    """Checked after every round, the bounds would decide close comparisons by chance (optional stopping).
+    With the level's cap the early looks need the noise cleared sqrt(cap / n) times over: at a third of the
+    cap 1.73 times; a lead beyond that still stops, and at the cap the rule is the uncorrected one."""
+    rng = random.Random(3)
+    recs = sequential([rng.gauss(280, 14) for _i in range(8)])
+    prec = bs.StopRule("per_request", 0.01, 8, 1).precision(recs, 0.0, recs[-1].t_end)
+    quantile = prec["half_width"] / prec["se"]
+    close = prec["estimate"] - 1.2 * quantile * prec["se"]        # cleared once, not sqrt(3) times
+    clear = prec["estimate"] - 1.9 * quantile * prec["se"]        # cleared more than sqrt(3) times
+    assert bs.StopRule("per_request", 0.01, 8, 1, bounds=[close]).satisfied(recs, 0.0, recs[-1].t_end)
+    assert not bs.StopRule("per_request", 0.01, 8, 1, bounds=[close], cap=24).satisfied(recs, 0.0, recs[-1].t_end)
+    stopped = bs.StopRule("per_request", 0.01, 8, 1, bounds=[clear], cap=24)
+    assert stopped.satisfied(recs, 0.0, recs[-1].t_end)
+    assert stopped.reached["bounds_noise"] == pytest.approx(math.sqrt(3) * quantile * prec["se"])
+    # At the cap nothing is added.
+    assert bs.StopRule("per_request", 0.01, 8, 1, bounds=[close], cap=8).satisfied(recs, 0.0, recs[-1].t_end)
+
+
+def test_the_module_gives_its_stop_rule_the_level_cap():
+    count, rule, stop = sglang_bench.level_plan(1, {"stop": "adaptive", "stop_bounds": [300.0]}, max_running=16)
+    assert rule.cap == count == stop["max_requests"]
+
+
 def test_stop_rule_refuses_an_unknown_metric():
     with pytest.raises(ValueError, match="per_request, aggregate"):
         bs.StopRule("p99", 0.01, 4, 1)
