@@ -142,6 +142,20 @@ DIAGNOSES = (
                   'lower --cuda-graph-max-bs-decode or --max-running-requests, or shorten '
                   '--chunked-prefill-size.',
     },
+    {
+        'key': 'systemd_setup',
+        # systemd (252) ended the process it forked for ExecStart before exec: "Main process exited,
+        # code=exited, status=219/CGROUP", its EXIT_* codes 200-243 (src/basic/exit-status.h), after
+        # "Failed at step CGROUP spawning ...". Last: a journal that also holds SGLang's own error (a
+        # later attempt that ran) names that error instead.
+        'pattern': re.compile(r'Failed at step [A-Z_]+ spawning |status=2(?:[0-3][0-9]|4[0-3])/[A-Z_]+'),
+        'message': 'systemd could not start the server process: it failed at a step of its own before SGLang ran '
+                   '(the host or the unit, not the configuration).',
+        'remedy': 'Read the unit\'s "Failed at step" line (journalctl -b -u UNIT). 219/CGROUP with "Device or resource '
+                  'busy" is a cgroup still being removed and passes (the start was tried three times); 200/CHDIR, '
+                  '203/EXEC, 217/USER or 226/NAMESPACE name a working directory, program, user or path of the '
+                  'unit that the host lacks.',
+    },
 )
 
 UNKNOWN = {

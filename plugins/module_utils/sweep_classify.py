@@ -24,7 +24,9 @@ import re
 #                      construction, so it is one of the inventory's, on every step count's command line
 #   unbalanced_memory  another process holds (part of) a GPU: goes away once it is free
 #   too_few_gpus       more tensor-parallel ranks than GPUs the server can see
-SHARED_START_DIAGNOSES = ('bad_argument', 'unbalanced_memory', 'too_few_gpus')
+#   systemd_setup      systemd failed at a step of its own before SGLang ran (219/CGROUP once the role's two
+#                      starts again did not help, 203/EXEC, 200/CHDIR...): the host's or the unit's
+SHARED_START_DIAGNOSES = ('bad_argument', 'unbalanced_memory', 'too_few_gpus', 'systemd_setup')
 # Start failures that name no cause: a server that exited with nothing the diagnosis knows in its journal,
 # or one that never got ready. The configuration's, or the host's at that moment (a driver fault, a full
 # disk, a slow shared file system)? A control tells: the last good configuration, which the service role

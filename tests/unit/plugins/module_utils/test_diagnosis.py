@@ -85,6 +85,13 @@ USAGE = [
     "sglang-qwen[4711]:                     [--enable-flashinfer-allreduce-fusion]",
 ]
 EXIT2 = ["sglang-qwen.service: Main process exited, code=exited, status=2/INVALIDARGUMENT"]
+# The journal tail of a test host's start on 2026-12-07 (systemd 252), the process never exec'd.
+CGROUP = ["Started sglang-qwen.service - SGLang server (Qwen3.5-122B-A10B-FP8).",
+          "sglang-qwen.service: Main process exited, code=exited, status=219/CGROUP",
+          "sglang-qwen.service: Failed with result 'exit-code'."]
+# With the forked child's own line, as systemd 252 writes it (src/core/execute.c: "Failed at step %s spawning %s: %m").
+EXEC = ["sglang-qwen.service: Failed at step EXEC spawning /opt/sglang/venv/bin/python: No such file or directory",
+        "sglang-qwen.service: Main process exited, code=exited, status=203/EXEC"]
 AMBIGUOUS = USAGE + ["sglang-qwen[4711]: sglang serve: error: ambiguous option: --cuda-graph-max-bs could match "
                      "--cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill"] + EXIT2
 UNRECOGNIZED = USAGE + ["sglang-qwen[4711]: sglang serve: error: unrecognized arguments: --enable-torch-compil 1"] + EXIT2
@@ -101,6 +108,8 @@ CHOICE = USAGE + ["sglang-qwen[4711]: sglang serve: error: argument --kv-cache-d
     (OOM, "cuda_out_of_memory"),
     (UNBALANCED, "unbalanced_memory"),
     (TOO_FEW_GPUS, "too_few_gpus"),
+    (CGROUP, "systemd_setup"),
+    (EXEC, "systemd_setup"),
     (UNKNOWN, "unknown"),
     (ILLEGAL_ACCESS, "unknown"),
     ([], "unknown"),
@@ -123,6 +132,14 @@ def test_each_failure_is_recognised(lines, key):
 def test_without_a_known_cause_the_evidence_is_the_exception_a_traceback_ended_with(lines, evidence):
     d = diagnose(lines)
     assert d["key"] == "unknown" and d["evidence"] == evidence
+
+
+def test_systemd_setup_names_the_step_and_loses_to_sglangs_own_error():
+    assert diagnose(CGROUP)["evidence"] == "sglang-qwen.service: Main process exited, code=exited, status=219/CGROUP"
+    assert diagnose(EXEC)["evidence"].endswith("Failed at step EXEC spawning /opt/sglang/venv/bin/python: No such file or directory")
+    # An exit of SGLang itself (argparse's 2) is not systemd's; a later start that ran names its own cause.
+    assert diagnose(EXIT2)["key"] == "unknown"
+    assert diagnose(CGROUP + NOT_ENOUGH)["key"] == "not_enough_memory"
 
 
 def test_not_enough_memory_quotes_sglangs_remedy():

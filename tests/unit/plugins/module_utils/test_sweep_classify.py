@@ -220,7 +220,7 @@ def test_a_start_failure_with_a_known_cause_of_the_configuration_is_its_verdict(
     assert found['verdict']['kind'] == 'start' and found['verdict']['diagnosis'] == diagnosis
 
 
-@pytest.mark.parametrize('diagnosis', ['bad_argument', 'unbalanced_memory', 'too_few_gpus'])
+@pytest.mark.parametrize('diagnosis', ['bad_argument', 'unbalanced_memory', 'too_few_gpus', 'systemd_setup'])
 def test_a_start_failure_every_step_count_shares_is_a_fault(diagnosis):
     found = start(start_failure(diagnosis, message='Another process holds GPU 3.', remedy='Free GPU 3.',
                                 evidence='RuntimeError: ...'))

@@ -5,7 +5,7 @@ import os
 import pytest
 
 from ansible_collections.llmops.sglang.plugins.modules.sglang_service_wait import (
-    arm, compare, crash_reason, disarm, hold_watch_lock, validated_keep_files)
+    arm, cgroup_setup_failed, compare, crash_reason, disarm, hold_watch_lock, validated_keep_files)
 from ansible_collections.llmops.sglang.plugins.module_utils.service_systemd import parse_show
 
 
@@ -29,6 +29,16 @@ def test_crash_seen_through_restart_policy():
     assert "changed" in crash_reason(first, state(MainPID=200))
     assert "failed" in crash_reason(first, state(ActiveState="failed", SubState="failed", MainPID=0, Result="exit-code"))
     assert crash_reason(first, state(ActiveState="inactive", SubState="dead", MainPID=0))
+
+
+def test_only_a_start_that_ended_at_systemds_cgroup_step_is_started_again():
+    # systemd's EXIT_CGROUP: the forked process never became SGLang.
+    assert cgroup_setup_failed(state(ActiveState="activating", SubState="auto-restart", MainPID=0, Result="exit-code", ExecMainStatus=219))
+    assert cgroup_setup_failed(state(ActiveState="failed", SubState="failed", MainPID=0, Result="exit-code", ExecMainStatus=219))
+    # SGLang's own exits, systemd's other steps (203/EXEC: a missing program does not come back) and a running unit.
+    assert not cgroup_setup_failed(state(ActiveState="failed", SubState="failed", MainPID=0, Result="exit-code", ExecMainStatus=1))
+    assert not cgroup_setup_failed(state(ActiveState="failed", SubState="failed", MainPID=0, Result="exit-code", ExecMainStatus=203))
+    assert not cgroup_setup_failed(state(ExecMainStatus=219))
 
 
 def test_parse_show():
