@@ -1008,18 +1008,23 @@ def describe_workload(params, levels, prompts, model, max_running=None):
     }
 
 
-def name_this_process():
+def name_this_process(name="sglang_bench"):
     """Show a load-driving benchmark as "sglang_bench" in the host's process list (ps -e, pgrep -x).
 
-    Set only once the per-server lock is held, so that the process list tells how many
-    benchmarks drive load at once (with pipelining the command line is only "python3").
+    Set only while the per-server lock is held, so that the process list tells how many
+    benchmarks drive load at once (with pipelining the command line is only "python3"): the
+    caller gives the process its old name back before it releases the lock, since it still
+    reports and exits after that (and its parent may reap it later). Returns the old name.
     Best effort: Linux only, nothing depends on it.
     """
     try:
-        with open("/proc/self/comm", "w") as fh:
-            fh.write("sglang_bench")
+        with open("/proc/self/comm", "r+") as fh:
+            old = fh.read().strip()
+            fh.seek(0)
+            fh.write(name)
+        return old
     except (IOError, OSError):
-        pass
+        return None
 
 
 def _run_sync(coro):
@@ -1104,7 +1109,7 @@ def main():
         other = lock.acquire(module.params["lock_timeout"], module.params["leftover"], log=module.warn)
     except BenchmarkBusy as exc:
         fail(msg=to_native(exc), fault="busy", workload=workload)
-    name_this_process()
+    old_name = name_this_process()
     if progress is not None:
         progress.state("running")
     started_at = utc_timestamp()
@@ -1119,6 +1124,8 @@ def main():
     except Exception as exc:  # pylint: disable=broad-except
         fail(msg="benchmark crashed: %s" % to_native(exc), exception=traceback.format_exc(), workload=workload)
     finally:
+        if old_name:
+            name_this_process(old_name)
         lock.release()
     result["leftover_pid"] = other
     result["started_at"], result["finished_at"] = started_at, utc_timestamp()

@@ -279,3 +279,20 @@ def test_failed_requests_are_told_apart():
     assert mod.classify_errors([_rec(1, ok=False, error='HTTP 500: CUDA error')]) == 'server_error'
     assert mod.classify_errors([_rec(1, ok=False, error='ValueError: server error in stream: boom')]) == 'server_error'
     assert mod.classify_errors([_rec(1, ok=False, error='connection closed mid-response')]) == 'connection'
+
+
+def test_the_process_is_named_sglang_bench_only_while_it_holds_the_lock():
+    """The process list counts load-driving benchmarks: the name goes back before the lock is released
+    (the process still reports and exits after that, and a re-run may already hold the lock)."""
+    with open("/proc/self/comm") as fh:
+        before = fh.read().strip()
+    try:
+        assert mod.name_this_process() == before
+        with open("/proc/self/comm") as fh:
+            assert fh.read().strip() == "sglang_bench"
+        assert mod.name_this_process(before) == "sglang_bench"
+        with open("/proc/self/comm") as fh:
+            assert fh.read().strip() == before
+    finally:
+        with open("/proc/self/comm", "w") as fh:
+            fh.write(before)
