@@ -585,7 +585,7 @@ def main():
         now = systemctl_show(module, unit)
         result['systemd'] = systemd_summary(now)
         reason = crash_reason(first, now)
-        if reason and cgroup_setup_failed(now) and result['setup_retries'] < SETUP_RETRIES:
+        if cgroup_setup_failed(now) and result['setup_retries'] < SETUP_RETRIES:
             result['setup_retries'] += 1
             module.warn('%s: systemd could not move the new server process into its cgroup (exit status 219/CGROUP, '
                         'before SGLang ran); starting it again (%d of %d)' % (unit, result['setup_retries'], SETUP_RETRIES))
