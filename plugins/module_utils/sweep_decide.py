@@ -990,7 +990,56 @@ def evaluate(configs, objective, repeats, concurrency_levels, params=None, sched
         schedule.setdefault('config', derived)
         schedule.setdefault('start_steps', schedule_start_steps(derived))
     return {'plan': steps_plan, 'configs': candidates, 'decision': decision, 'table': rows, 'evidence': evidence,
-            'schedule': schedule, 'schedule_evidence': schedule_evidence}
+            'schedule': schedule, 'schedule_evidence': schedule_evidence,
+            'progress': progress(steps_plan, candidates, sched_entry, repeats)}
+
+
+# --- Where the sweep stands: the line that announces each configuration --------------------------
+
+def run_seconds(result):
+    """A stored run's own time: the server's stop and its start to ready (the deployment), then the benchmark's
+    levels with their warm-ups and the tries measured again, as ``make demo`` counts them. None without a
+    deployment record (a run stored by an older version)."""
+    deployment = result.get('deployment')
+    if not isinstance(deployment, dict):
+        return None
+    levels = result.get('levels') or []
+    tries = list(levels) + [t for lv in levels for t in lv.get('discarded') or []]
+    return (sum(float(deployment.get(k) or 0) for k in ('time_to_stop_s', 'time_to_ready_s'))
+            + sum(float(t.get(k) or 0) for t in tries for k in ('duration_s', 'warmup_s')))
+
+
+def _duration(seconds):
+    if seconds < 100:
+        return '%d s' % round(seconds)
+    if seconds < 100 * 60:
+        return '%d min' % round(seconds / 60.0)
+    return '%.1f h' % (seconds / 3600.0)
+
+
+def progress(steps_plan, configs, schedule_entry, repeats=1):
+    """Where the sweep stands: how many configurations are settled (measured, failed or skipped), how many
+    runs may still come (the step counts to measure or waiting for a smaller one, and the schedule while it
+    may be measured: early stop and the memory rule can still skip some, so "up to"), and a rough time left
+    at the pace of the runs stored so far (their median restart and benchmark, the server's own time:
+    Ansible's, a few seconds a configuration, comes on top). ``text`` is the line's tail."""
+    entries = list(steps_plan) + ([schedule_entry] if schedule_entry.get('action') not in (None, 'none') else [])
+    settled = sum(1 for e in entries if e['action'] in ('done', 'failed', 'skip'))
+    runs_left = sum(int(e['missing_repeats']) if e.get('missing_repeats') is not None else repeats
+                    for e in entries if e['action'] in ('measure', 'pending'))
+    seconds = [run_seconds(r.get('result') or {}) for c in configs for r in c.get('repeats') or []]
+    run_s = median([x for x in seconds if x is not None])
+    out = {'settled': settled, 'configurations': len(entries), 'runs_left': runs_left,
+           'run_s': None if run_s is None else round(run_s, 1),
+           'left_s': None if run_s is None else round(run_s * runs_left, 1)}
+    text = '%d of %d configurations settled' % (settled, len(entries))
+    if runs_left:
+        text += ', up to %d run%s left' % (runs_left, '' if runs_left == 1 else 's')
+        if run_s is not None:
+            text += ', about %s more at %s a run (restart and benchmark, the median so far)' % (
+                _duration(run_s * runs_left), _duration(run_s))
+    out['text'] = text
+    return out
 
 
 def _round(value, digits=1):

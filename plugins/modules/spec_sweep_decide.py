@@ -256,6 +256,22 @@ schedule_evidence:
   description: The schedule's compact results, as pinned under C(sglang_spec_sweep.schedule); null without a schedule.
   returned: always
   type: dict
+progress:
+  description:
+    - Where the sweep stands. C(settled) of C(configurations) are measured, failed or skipped (the schedule counts while
+      it may be measured); up to C(runs_left) runs may still come (early stop and the memory rule can still skip some).
+    - C(run_s) is the median of the stored runs' own time (the server's stop and start to ready, then the benchmark's
+      levels and warm-ups; Ansible's time around them comes on top), C(left_s) that times C(runs_left); both null
+      before a run is stored. C(text) says it in one line.
+  returned: always
+  type: dict
+  sample:
+    settled: 3
+    configurations: 8
+    runs_left: 5
+    run_s: 41.2
+    left_s: 206.0
+    text: 3 of 8 configurations settled, up to 5 runs left, about 3 min more at 41 s a run (...)
 '''
 
 from ansible_collections.llmops.sglang.plugins.module_utils import sweep_decide
@@ -327,6 +343,7 @@ def run(p, check_mode):
         configs=evaluation['configs'],
         schedule=evaluation['schedule'],
         schedule_evidence=evaluation['schedule_evidence'],
+        progress=evaluation['progress'],
     )
 
 

@@ -527,3 +527,55 @@ def test_a_failed_starts_verdict_carries_its_evidence_and_control_but_the_reason
                            'access was encountered; %s)' % control)
     assert by_steps[10] == 'failed to start: not_enough_memory'
     assert 'illegal memory access' not in result['reason'] and 'steps 5 failed to start: unknown' in result['reason']
+
+
+# --- progress: the tail of the line that announces each configuration ---
+
+def timed(steps, stop_s, ready_s, level_s, warmup_s=0.0, discarded_s=None):
+    """A stored run (as sweep_store.load_configs gives it) whose deployment and levels took these seconds."""
+    one = run(steps)
+    levels = [dict(lv, duration_s=level_s, warmup_s=warmup_s) for lv in one['levels']]
+    if discarded_s is not None:
+        levels[0]['discarded'] = [{'duration_s': discarded_s, 'warmup_s': 0.0}]
+    return {'levels': levels, 'result': {'levels': levels, 'deployment': {'time_to_stop_s': stop_s, 'time_to_ready_s': ready_s}}}
+
+
+def test_run_seconds_counts_the_restart_the_levels_their_warm_ups_and_the_tries_measured_again():
+    result = timed(1, 2.0, 30.0, 10.0, warmup_s=1.0, discarded_s=4.0)['result']
+    assert sd.run_seconds(result) == 2.0 + 30.0 + 3 * (10.0 + 1.0) + 4.0
+    assert sd.run_seconds({'levels': result['levels']}) is None  # stored without its deployment
+
+
+def test_progress_of_a_fresh_sweep_counts_the_runs_that_may_come_and_has_no_pace_yet():
+    evaluation = sd.evaluate([missing(s) for s in (1, 2, 3)], 'agentic', 1, [1, 2, 32])
+    progress = evaluation['progress']
+    # Three step counts and the schedule, which waits for them; nothing is settled.
+    assert (progress['settled'], progress['configurations'], progress['runs_left']) == (0, 4, 4)
+    assert progress['run_s'] is None and progress['left_s'] is None
+    assert progress['text'] == '0 of 4 configurations settled, up to 4 runs left'
+
+
+def test_progress_times_the_runs_left_by_the_median_run_so_far():
+    configs = [ok(1, timed(1, 1.0, 60.0, 20.0)), ok(2, timed(2, 1.0, 60.0, 10.0)), ok(3, timed(3, 1.0, 300.0, 10.0)),
+               missing(4), missing(5)]
+    progress = sd.evaluate(configs, 'agentic', 1, [1, 2, 32], {'early_stop': False})['progress']
+    # Runs of 121, 91 and 331 s: the median is 121 s; steps 4, 5 and the schedule are left.
+    assert (progress['settled'], progress['configurations'], progress['runs_left']) == (3, 6, 3)
+    assert progress['run_s'] == 121.0 and progress['left_s'] == 363.0
+    assert progress['text'].startswith('3 of 6 configurations settled, up to 3 runs left, about 6 min more at 2 min a run')
+
+
+def test_progress_counts_missing_repeats_and_settles_failed_and_skipped_ones():
+    configs = [ok(1, timed(1, 0.0, 5.0, 5.0)), ok(2, timed(2, 0.0, 5.0, 5.0)), failed(3), missing(4)]
+    evaluation = sd.evaluate(configs, 'agentic', 3, [1, 2, 32], {'schedule': False})
+    actions = [(e['steps'], e['action']) for e in evaluation['plan']]
+    assert actions == [(1, 'measure'), (2, 'pending'), (3, 'failed'), (4, 'skip')]
+    progress = evaluation['progress']
+    # steps 1 needs 2 more repeats, steps 2 (waiting for it) 2 more; no schedule (switched off).
+    assert (progress['settled'], progress['configurations'], progress['runs_left']) == (2, 4, 4)
+    assert progress['run_s'] == 20.0 and progress['left_s'] == 80.0
+
+
+def test_progress_of_a_finished_sweep_says_nothing_is_left():
+    progress = sd.evaluate([ok(1, timed(1, 0.0, 5.0, 5.0)), failed(2)], 'agentic', 1, [1, 2, 32])['progress']
+    assert progress['runs_left'] == 0 and progress['text'] == '2 of 2 configurations settled'

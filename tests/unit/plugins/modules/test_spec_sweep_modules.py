@@ -91,6 +91,23 @@ def test_store_decide_report(tmp_path):
     assert run('spec_sweep_decide', decide_args)['next_steps'] == 1
 
 
+def test_decide_says_where_the_sweep_stands_from_the_stored_runs_timings(tmp_path):
+    """The stored runs' deployments and level durations go through the store to the decide module's progress."""
+    results = str(tmp_path / 'results')
+    fp = {'workload': 'synthetic'}
+    for steps, ready_s in ((1, 50.0), (2, 70.0)):
+        levels = [dict(level(1, 100.0 + steps, 100.0 + steps), duration_s=20.0, warmup_s=2.0)]
+        run('spec_sweep_store', {'results_dir': results, 'host': 'gpu1', 'steps': steps, 'fingerprint': fp,
+                                 'result': {'levels': levels, 'deployment': {'time_to_stop_s': 8.0, 'time_to_ready_s': ready_s}}})
+    res = run('spec_sweep_decide', {'results_dir': results, 'host': 'gpu1', 'steps': [1, 2, 3, 4], 'concurrency_levels': [1],
+                                    'fingerprint': fp, 'early_stop': False})
+    progress = res['progress']
+    # Runs of 8 + 50 + 22 = 80 s and 100 s: 90 s each for steps 3, 4 and the schedule.
+    assert (progress['settled'], progress['configurations'], progress['runs_left']) == (2, 5, 3)
+    assert progress['run_s'] == 90.0 and progress['left_s'] == 270.0
+    assert progress['text'].startswith('2 of 5 configurations settled, up to 3 runs left, about 4 min more at 90 s a run')
+
+
 def test_decide_skips_after_a_memory_failure_and_the_report_says_why(tmp_path):
     results = str(tmp_path / 'results')
     fp = {'workload': 'synthetic'}
