@@ -62,6 +62,8 @@ DEFAULTS = {
     'schedule_off_reason': 'sweep_schedule is false',
     # Why SGLang 0.5.23 would not run the schedule adaptive (adaptive_unsupported_reason), or None.
     'adaptive_unsupported': None,
+    # How many hosts share the step counts (sweep_split): only the time-left estimate of progress() uses it.
+    'sharing_hosts': 1,
 }
 
 
@@ -991,7 +993,7 @@ def evaluate(configs, objective, repeats, concurrency_levels, params=None, sched
         schedule.setdefault('start_steps', schedule_start_steps(derived))
     return {'plan': steps_plan, 'configs': candidates, 'decision': decision, 'table': rows, 'evidence': evidence,
             'schedule': schedule, 'schedule_evidence': schedule_evidence,
-            'progress': progress(steps_plan, candidates, sched_entry, repeats)}
+            'progress': progress(steps_plan, candidates, sched_entry, repeats, p['sharing_hosts'])}
 
 
 # --- Where the sweep stands: the line that announces each configuration --------------------------
@@ -1017,12 +1019,13 @@ def _duration(seconds):
     return '%.1f h' % (seconds / 3600.0)
 
 
-def progress(steps_plan, configs, schedule_entry, repeats=1):
+def progress(steps_plan, configs, schedule_entry, repeats=1, hosts=1):
     """Where the sweep stands: how many configurations are settled (measured, failed or skipped), how many
     runs may still come (the step counts to measure or waiting for a smaller one, and the schedule while it
     may be measured: early stop and the memory rule can still skip some, so "up to"), and a rough time left
     at the pace of the runs stored so far (their median restart and benchmark, the server's own time:
-    Ansible's, a few seconds a configuration, comes on top). ``text`` is the line's tail."""
+    Ansible's, a few seconds a configuration, comes on top). ``hosts`` that share the runs (sweep_split) take
+    them side by side: the time left is that of the runs each one still has. ``text`` is the line's tail."""
     entries = list(steps_plan) + ([schedule_entry] if schedule_entry.get('action') not in (None, 'none') else [])
     settled = sum(1 for e in entries if e['action'] in ('done', 'failed', 'skip'))
     runs_left = sum(int(e['missing_repeats']) if e.get('missing_repeats') is not None else repeats
@@ -1031,13 +1034,13 @@ def progress(steps_plan, configs, schedule_entry, repeats=1):
     run_s = median([x for x in seconds if x is not None])
     out = {'settled': settled, 'configurations': len(entries), 'runs_left': runs_left,
            'run_s': None if run_s is None else round(run_s, 1),
-           'left_s': None if run_s is None else round(run_s * runs_left, 1)}
+           'left_s': None if run_s is None else round(run_s * int(math.ceil(runs_left / float(max(1, hosts)))), 1)}
     text = '%d of %d configurations settled' % (settled, len(entries))
     if runs_left:
         text += ', up to %d run%s left' % (runs_left, '' if runs_left == 1 else 's')
         if run_s is not None:
-            text += ', about %s more at %s a run (restart and benchmark, the median so far)' % (
-                _duration(run_s * runs_left), _duration(run_s))
+            text += ', about %s more at %s a run (restart and benchmark, the median so far%s)' % (
+                _duration(out['left_s']), _duration(run_s), ', %d hosts sharing them' % hosts if hosts > 1 else '')
     out['text'] = text
     return out
 

@@ -152,6 +152,12 @@ options:
     description: The host's C(sglang_service_dp_size) (with C(--enable-dp-attention) it is attention DP).
     type: int
     default: 1
+  sharing_hosts:
+    description:
+      - How many hosts share the step counts (C(sweep_split)); only RV(progress)'s time left uses it (the runs left,
+        divided among them).
+    type: int
+    default: 1
 notes:
   - Supports check mode (it never changes anything).
 seealso:
@@ -302,13 +308,14 @@ ARGUMENT_SPEC = dict(
     eagle_topk=dict(type='int', default=1),
     extra_args=dict(type='list', elements='str', default=[]),
     dp_size=dict(type='int', default=1),
+    sharing_hosts=dict(type='int', default=1),
 )
 MODULE_KWARGS = {}
 
 
 def run(p, check_mode):
     keys = ('margin', 'early_stop', 'early_stop_margin', 'skip_after_memory_failure', 'throughput_concurrency', 'max_ttft_p99_s',
-            'min_per_request_tok_s', 'adaptive_stop')
+            'min_per_request_tok_s', 'adaptive_stop', 'sharing_hosts')
     params = dict((k, p[k]) for k in keys)
     params['schedule'] = p['schedule']
     params['schedule_off_reason'] = p['schedule_off_reason']

@@ -579,3 +579,14 @@ def test_progress_counts_missing_repeats_and_settles_failed_and_skipped_ones():
 def test_progress_of_a_finished_sweep_says_nothing_is_left():
     progress = sd.evaluate([ok(1, timed(1, 0.0, 5.0, 5.0)), failed(2)], 'agentic', 1, [1, 2, 32])['progress']
     assert progress['runs_left'] == 0 and progress['text'] == '2 of 2 configurations settled'
+
+
+def test_progress_divides_the_time_left_among_the_hosts_that_share_the_runs():
+    configs = [ok(1, timed(1, 0.0, 10.0, 10.0)), missing(2), missing(3), missing(4)]
+    alone = sd.evaluate(configs, 'agentic', 1, [1, 2, 32], {'early_stop': False, 'schedule': False})['progress']
+    shared = sd.evaluate(configs, 'agentic', 1, [1, 2, 32], {'early_stop': False, 'schedule': False, 'sharing_hosts': 2})['progress']
+    # 40 s a run; three runs left: 120 s alone, two rounds (80 s) on two hosts.
+    assert alone['runs_left'] == shared['runs_left'] == 3
+    assert (alone['left_s'], shared['left_s']) == (120.0, 80.0)
+    assert shared['text'].endswith('about 80 s more at 40 s a run (restart and benchmark, the median so far, 2 hosts sharing them)')
+    assert 'sharing' not in alone['text']
