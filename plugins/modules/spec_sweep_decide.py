@@ -267,8 +267,9 @@ progress:
     - Where the sweep stands. C(settled) of C(configurations) are measured, failed or skipped (the schedule counts while
       it may be measured); up to C(runs_left) runs may still come (early stop and the memory rule can still skip some).
     - C(run_s) is the median of the stored runs' own time (the server's stop and start to ready, then the benchmark's
-      levels and warm-ups; Ansible's time around them comes on top), C(left_s) that times C(runs_left); both null
-      before a run is stored. C(text) says it in one line.
+      levels and warm-ups; Ansible's time around them comes on top), C(left_s) that times the runs each host still
+      has (C(runs_left) divided among O(sharing_hosts), rounded up); both null before a run is stored. C(text) says
+      it in one line.
   returned: always
   type: dict
   sample:
