@@ -58,9 +58,13 @@ done
 # not, the next deployment replaces it), benchmarking (the benchmark's own level durations and
 # warm-ups), everything else (Ansible, SSH, provisioning the host).
 # shellcheck disable=SC2086
-python3 - "$res" "$boot_start" "$start" "$end" $hosts <<'PY'
+python3 - "$res" "$boot_start" "$start" "$end" "$top/.ansible/collections" $hosts <<'PY'
 import glob, json, os, sys
-res, boot_start, start, end, hosts = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), sys.argv[5:]
+res, boot_start, start, end, collections, hosts = (sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]),
+                                                   sys.argv[5], sys.argv[6:])
+# A run's parts are counted as the sweep's own progress line counts them (the collection make demo installed).
+sys.path.insert(0, collections)
+from ansible_collections.llmops.sglang.plugins.module_utils.sweep_decide import run_parts
 
 
 def seconds(doc, *keys):
@@ -73,12 +77,11 @@ for h in hosts:
     for path in glob.glob(os.path.join(res, h, 'measurements', '*', 'repeat-*.json')):
         with open(path) as fh:
             doc = json.load(fh)['result']
-        ready += seconds(doc.get('deployment') or {}, 'time_to_stop_s', 'time_to_ready_s')
         # A level measured again (its client was starved) counts its discarded tries too.
-        levels = doc.get('levels') or []
-        tries = levels + [t for lv in levels for t in lv.get('discarded') or []]
-        bench += sum(seconds(lv, 'duration_s') for lv in tries)
-        warm += sum(seconds(lv, 'warmup_s') for lv in tries)
+        parts = run_parts(doc)
+        ready += parts['restart_s']
+        bench += parts['levels_s']
+        warm += parts['warmup_s']
     # A configuration that crashed at start: stopping the server before, its start to its exit (and an awaited
     # rollback's start to ready).
     for path in glob.glob(os.path.join(res, h, 'measurements', '*', 'failure.json')):

@@ -998,17 +998,26 @@ def evaluate(configs, objective, repeats, concurrency_levels, params=None, sched
 
 # --- Where the sweep stands: the line that announces each configuration --------------------------
 
-def run_seconds(result):
-    """A stored run's own time: the server's stop and its start to ready (the deployment), then the benchmark's
-    levels with their warm-ups and the tries measured again, as ``make demo`` counts them. None without a
-    deployment record (a run stored by an older version)."""
-    deployment = result.get('deployment')
-    if not isinstance(deployment, dict):
-        return None
+def run_parts(result):
+    """A stored run's own time in the parts ``make demo`` (tools/demo.sh) reports: ``restart_s``, the server's stop
+    and its start to ready (its deployment; 0 without one); ``levels_s`` and ``warmup_s``, the benchmark's levels
+    and their warm-ups, the tries measured again (a starved client) included."""
     levels = result.get('levels') or []
     tries = list(levels) + [t for lv in levels for t in lv.get('discarded') or []]
-    return (sum(float(deployment.get(k) or 0) for k in ('time_to_stop_s', 'time_to_ready_s'))
-            + sum(float(t.get(k) or 0) for t in tries for k in ('duration_s', 'warmup_s')))
+
+    def seconds(doc, *keys):
+        return sum(float(doc.get(k) or 0) for k in keys)
+    return {'restart_s': seconds(result.get('deployment') or {}, 'time_to_stop_s', 'time_to_ready_s'),
+            'levels_s': sum(seconds(t, 'duration_s') for t in tries),
+            'warmup_s': sum(seconds(t, 'warmup_s') for t in tries)}
+
+
+def run_seconds(result):
+    """A stored run's own time, its ``run_parts`` together. None without a deployment record (a run stored by an
+    older version): its restart is not known."""
+    if not isinstance(result.get('deployment'), dict):
+        return None
+    return sum(run_parts(result).values())
 
 
 def _duration(seconds):

@@ -540,10 +540,12 @@ def timed(steps, stop_s, ready_s, level_s, warmup_s=0.0, discarded_s=None):
     return {'levels': levels, 'result': {'levels': levels, 'deployment': {'time_to_stop_s': stop_s, 'time_to_ready_s': ready_s}}}
 
 
-def test_run_seconds_counts_the_restart_the_levels_their_warm_ups_and_the_tries_measured_again():
+def test_a_runs_time_counts_the_restart_the_levels_their_warm_ups_and_the_tries_measured_again():
     result = timed(1, 2.0, 30.0, 10.0, warmup_s=1.0, discarded_s=4.0)['result']
+    assert sd.run_parts(result) == {'restart_s': 32.0, 'levels_s': 3 * 10.0 + 4.0, 'warmup_s': 3 * 1.0}
     assert sd.run_seconds(result) == 2.0 + 30.0 + 3 * (10.0 + 1.0) + 4.0
     assert sd.run_seconds({'levels': result['levels']}) is None  # stored without its deployment
+    assert sd.run_parts({'levels': result['levels']})['restart_s'] == 0.0  # make demo counts its benchmark still
 
 
 def test_progress_of_a_fresh_sweep_counts_the_runs_that_may_come_and_has_no_pace_yet():
