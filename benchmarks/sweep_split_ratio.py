@@ -136,8 +136,8 @@ def main():
         print("\n| model load (s) | one host (s) | shared (s) | wall ratio | measuring ratio |")
         print("| ---: | ---: | ---: | ---: | ---: |")
         for f in all_figures:
-            print("| %g | %.1f | %.1f | %.3f | %.3f |" % (f["load_time_s"], f["one_host"]["wall_s"], f["shared"]["wall_s"],
-                                                         f["ratio_wall"], f["ratio_measuring"]))
+            row = (f["load_time_s"], f["one_host"]["wall_s"], f["shared"]["wall_s"], f["ratio_wall"], f["ratio_measuring"])
+            print("| %g | %.1f | %.1f | %.3f | %.3f |" % row)
         if args.json:
             with open(args.json, "w") as fh:
                 json.dump(all_figures, fh, indent=2)
