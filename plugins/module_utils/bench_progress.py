@@ -14,12 +14,14 @@ The document (``FIELDS``)::
     {"state": "running", "level": 2, "levels": 4, "concurrency": 8, "phase": "measure",
      "requests_done": 12, "requests_failed": 0, "requests_target": 32, "adaptive": false,
      "in_flight": 8, "output_tokens": 6144, "output_tok_s": 1234.5, "level_elapsed_s": 5.0,
-     "duration_s": null, "levels_done": 1, "elapsed_s": 40.1, "message": null,
-     "updated_at": "2026-12-01T10:00:00Z", "pid": 4242}
+     "duration_s": null, "levels_done": 1, "level_try": 1, "retry_reason": null, "elapsed_s": 40.1,
+     "message": null, "updated_at": "2026-12-01T10:00:00Z", "pid": 4242}
 
 ``state`` is ``waiting`` (for another benchmark of the same server), ``running``, ``done`` or
 ``failed``; ``phase`` is ``warmup`` or ``measure``; ``requests_target`` is the level's count
-(with ``adaptive`` its cap, lowered once the level is precise enough), null with ``duration_s``.
+(with ``adaptive`` its cap, lowered once the level is precise enough), null with ``duration_s``;
+``level_try`` counts the tries of the level (2 and more when a try was discarded and the level is
+measured again: its requests start from 0 again) and ``retry_reason`` says why the last was discarded.
 Writing never fails the benchmark: after an error the file is left alone (``error`` says why).
 """
 
@@ -38,7 +40,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.atomic_file import w
 
 FIELDS = ('state', 'level', 'levels', 'concurrency', 'phase', 'requests_done', 'requests_failed', 'requests_target',
           'adaptive', 'in_flight', 'output_tokens', 'output_tok_s', 'level_elapsed_s', 'duration_s', 'levels_done',
-          'elapsed_s', 'message', 'updated_at', 'pid')
+          'level_try', 'retry_reason', 'elapsed_s', 'message', 'updated_at', 'pid')
 
 DEFAULT_EVERY = 2.0
 
@@ -90,10 +92,12 @@ class ProgressFile:
             self._run = None
         self.write()
 
-    def level(self, index, concurrency, run):
-        """Level ``index`` (1-based) at ``concurrency`` starts; ``run`` is its bench_client.LevelRun."""
+    def level(self, index, concurrency, run, level_try=1, retry_reason=None):
+        """Level ``index`` (1-based) at ``concurrency`` starts; ``run`` is its bench_client.LevelRun. A ``level_try``
+        over 1 measures the level again after a discarded try, ``retry_reason`` says why that one was discarded."""
         self._run = run
-        self.doc.update(state='running', level=index, concurrency=concurrency, levels_done=index - 1)
+        self.doc.update(state='running', level=index, concurrency=concurrency, levels_done=index - 1,
+                        level_try=level_try, retry_reason=retry_reason)
         self.write()
 
     def level_done(self, index):
@@ -151,6 +155,9 @@ def status_line(doc, host, label=None, waited_s=0.0):
         'measuring' if measuring else 'warm-up', doc.get('requests_done'), target)
     if doc.get('requests_failed'):
         line += ' (%s failed)' % doc['requests_failed']
+    # A level measured again starts its count from 0: say so, or the count seems to go back.
+    if (doc.get('level_try') or 1) > 1:
+        line += ' (try %s, measured again: %s)' % (doc['level_try'], doc.get('retry_reason') or 'the last try was discarded')
     if doc.get('duration_s') is not None and measuring:
         line += ' of %s s' % doc['duration_s']
     if doc.get('output_tok_s') is not None:

@@ -289,8 +289,10 @@ options:
         C(requests_failed), C(requests_target) (the level's count; with O(stop=adaptive) its cap, lowered once the
         level is precise enough; with the warm-up its requests; null with O(duration_s)), C(adaptive),
         C(in_flight), C(output_tokens) and C(output_tok_s) (the measured phase so far, requests in flight
-        included), C(level_elapsed_s), C(duration_s), C(levels_done), C(elapsed_s) (since the module started),
-        C(message), C(updated_at) (UTC) and C(pid)."
+        included), C(level_elapsed_s), C(duration_s), C(levels_done), C(level_try) (1, or more when the level is
+        measured again after a discarded try, see O(client_lag_retries); its requests count from 0 again),
+        C(retry_reason) (why the last try was discarded; null on a first try), C(elapsed_s) (since the module
+        started), C(message), C(updated_at) (UTC) and C(pid)."
       - The module never removes it (the caller does). Failing to write it does not fail the benchmark (a warning
         says why). Not written in check mode.
     type: path
@@ -828,6 +830,9 @@ async def _flush_cache(endpoint, params, stall, log):
     return None
 
 
+CLIENT_STARVED = "the benchmark client was starved of CPU on its host"
+
+
 def starved_try(run, lag, params):
     """Why this try of a level measured a starved client and is to be measured again (client_starved), or None.
 
@@ -844,9 +849,9 @@ def client_starved(lag, params):
     limit = params.get("client_lag_limit", 1.0)
     if limit >= 1.0 or lag["fraction"] <= limit:
         return None
-    return ("the benchmark client was starved of CPU on its host: its event loop woke late for %.1f s in all, %.0f%% of "
-            "the level (client_lag_limit %g; the latest wake-up %.2f s late), so requests were read and sent late and "
-            "the figures are the client's, not the server's" % (lag["late_s"], 100 * lag["fraction"], limit, lag["max_s"]))
+    return ("%s: its event loop woke late for %.1f s in all, %.0f%% of the level (client_lag_limit %g; the latest "
+            "wake-up %.2f s late), so requests were read and sent late and the figures are the client's, not the "
+            "server's" % (CLIENT_STARVED, lag["late_s"], 100 * lag["fraction"], limit, lag["max_s"]))
 
 
 async def run_benchmark(params, levels, prompts, log=None, report=None):
@@ -902,7 +907,9 @@ async def _run_benchmark(params, levels, prompts, log, report):
             run = LevelRun(endpoint, path, parser, make_body, concurrency, n_requests, warmup, params.get("duration_s"),
                            stall_timeout=stall, reference=reference, stop_rule=rule)
             if report is not None:
-                report.level(index, concurrency, run)
+                # A starved client is the one reason a try is discarded (starved_try).
+                report.level(index, concurrency, run, level_try=len(discarded) + 1,
+                             retry_reason=CLIENT_STARVED if discarded else None)
             duration = await run.run()
             if report is not None:
                 report.level_done(index)

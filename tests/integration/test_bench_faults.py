@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -22,6 +23,7 @@ import time
 
 import pytest
 
+from ansible_collections.llmops.sglang.plugins.module_utils import bench_progress
 from ansible_collections.llmops.sglang.plugins.module_utils.bench_client import BenchmarkBusy, Endpoint, LevelRun, ServerLock, make_parser
 from ansible_collections.llmops.sglang.plugins.module_utils.bench_workloads import body_factory
 
@@ -96,13 +98,13 @@ def test_burst_after_a_short_stop_is_not_a_measurement(sim):
     print("burst level:", bad[0]["concurrency"], bad[0]["invalid"])
 
 
-def _run_with_a_starved_client(p, levels, at_s, for_s):
+def _run_with_a_starved_client(p, levels, at_s, for_s, report=None):
     """run(), with the client's event loop kept off the CPU for ``for_s`` seconds, ``at_s`` seconds in: what
     a client starved of CPU on its host goes through (the server, another process, goes on)."""
     loop = asyncio.new_event_loop()
     loop.call_later(at_s, time.sleep, for_s)
     try:
-        return loop.run_until_complete(sglang_bench.run_benchmark(p, levels, None))
+        return loop.run_until_complete(sglang_bench.run_benchmark(p, levels, None, report=report))
     finally:
         loop.close()
 
@@ -114,8 +116,10 @@ def _starvable(url, **overrides):
     return params(url, **settings)
 
 
-def test_a_level_whose_client_was_starved_is_measured_again(sim):
-    result, problem = _run_with_a_starved_client(_starvable(sim.url, client_lag_retries=1), [2], at_s=1.0, for_s=1.5)
+def test_a_level_whose_client_was_starved_is_measured_again(sim, tmp_path):
+    progress = bench_progress.ProgressFile(str(tmp_path / "progress.json"), [2])
+    result, problem = _run_with_a_starved_client(_starvable(sim.url, client_lag_retries=1), [2], at_s=1.0, for_s=1.5,
+                                                 report=progress)
     assert problem is None and result["fault"] is None, problem
     level = result["levels"][0]
     assert "invalid" not in level
@@ -125,6 +129,11 @@ def test_a_level_whose_client_was_starved_is_measured_again(sim):
     # The try that counts ran with its client on the CPU.
     assert level["client_lag"]["fraction"] <= 0.05, level["client_lag"]
     assert level["requests_completed"] == 8
+    # The operator's status line says the level is measured again, so that its count starting over is no surprise.
+    doc = json.loads((tmp_path / "progress.json").read_text())
+    assert doc["level_try"] == 2 and doc["retry_reason"] == sglang_bench.CLIENT_STARVED, doc
+    assert "measuring 8/8 requests (try 2, measured again: the benchmark client was starved of CPU on its host)" \
+        in bench_progress.status_line(doc, "gpu1"), bench_progress.status_line(doc, "gpu1")
 
 
 def test_a_client_starved_in_every_try_is_a_fault_not_a_figure(sim):

@@ -61,6 +61,7 @@ def test_the_file_holds_the_running_level_and_is_replaced_atomically(tmp_path):
     progress.level(2, 8, run)
     doc = read(path)
     assert doc['state'] == 'running' and doc['level'] == 2 and doc['concurrency'] == 8 and doc['levels_done'] == 1
+    assert doc['level_try'] == 1 and doc['retry_reason'] is None
     assert doc['requests_done'] == 3 and doc['requests_target'] == 32 and doc['output_tok_s'] == 512.0
     assert doc['elapsed_s'] == 12.5 and doc['updated_at'] == '1970-01-01T00:16:52Z'
 
@@ -69,7 +70,13 @@ def test_the_file_holds_the_running_level_and_is_replaced_atomically(tmp_path):
     progress.write()
     doc = read(path)
     assert doc['requests_done'] == 17 and doc['output_tok_s'] == 530.5
+    # The level measured again after a discarded try: the file says which try, and why, until the next level.
+    progress.level(2, 8, run, level_try=2, retry_reason='the benchmark client was starved of CPU on its host')
+    doc = read(path)
+    assert doc['level'] == 2 and doc['level_try'] == 2 and doc['retry_reason'].startswith('the benchmark client')
     progress.level_done(2)
+    progress.level(3, 32, run)
+    assert read(path)['level_try'] == 1 and read(path)['retry_reason'] is None
     progress.state('done', 'measured 3 concurrency levels')
     doc = read(path)
     assert doc['state'] == 'done' and doc['levels_done'] == 2 and doc['message'] == 'measured 3 concurrency levels'
@@ -176,6 +183,12 @@ def running(**fields):
     (running(state='waiting', level=None, message='waiting for another benchmark of this server (pid 42)'),
      'gpu1 steps 4: waiting for another benchmark of this server (pid 42) (40 s)'),
     (running(state='running', level=None), 'gpu1 steps 4: benchmark running (40 s)'),
+    # A level measured again counts its requests from 0 again: the line says why.
+    (running(level_try=2, retry_reason='the benchmark client was starved of CPU on its host', requests_done=3),
+     'gpu1 steps 4: level 2/4 concurrency 8 measuring 3/32 requests (try 2, measured again: the benchmark client was '
+     'starved of CPU on its host), 1234.5 tok/s, 5 s in the level, 40 s in all'),
+    (running(level_try=1), 'gpu1 steps 4: level 2/4 concurrency 8 measuring 12/32 requests, 1234.5 tok/s, 5 s in the level, '
+                           '40 s in all'),
 ])
 def test_a_status_line_says_which_level_runs_how_far_and_how_fast(doc, line):
     assert bp.status_line(doc, 'gpu1', 'steps 4', waited_s=7.2) == line
