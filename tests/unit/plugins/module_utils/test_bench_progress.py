@@ -76,7 +76,8 @@ def test_the_file_holds_the_running_level_and_is_replaced_atomically(tmp_path):
     assert doc['level'] == 2 and doc['level_try'] == 2 and doc['retry_reason'].startswith('the benchmark client')
     progress.level_done(2)
     progress.level(3, 32, run)
-    assert read(path)['level_try'] == 1 and read(path)['retry_reason'] is None
+    doc = read(path)
+    assert doc['level_try'] == 1 and doc['retry_reason'] is None
     progress.state('done', 'measured 3 concurrency levels')
     doc = read(path)
     assert doc['state'] == 'done' and doc['levels_done'] == 2 and doc['message'] == 'measured 3 concurrency levels'
